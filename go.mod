@@ -1,0 +1,21 @@
+module github.com/strata-db/strata
+
+go 1.26.8
+
+require (
+	github.com/klauspost/compress v1.20.4
+	github.com/spf13/cobra v1.10.2
+	github.com/wI2L/jsondiff v0.7.1
+	github.com/zeebo/xxh3 v1.1.0
+)
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
+	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/tidwall/gjson v1.20.3 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.3.0 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+	golang.org/x/sys v0.45.0 // indirect
+)

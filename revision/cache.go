@@ -1,0 +1,72 @@
+package revision
+
+import (
+	"container/list"
+	"sync"
+
+	"github.com/strata-db/strata/revision/internal/codec"
+	"github.com/strata-db/strata/store"
+)
+
+// nodeCache is a sharded LRU of decoded nodes, bounded in bytes. Nodes are immutable and addressed by content, so an
+// entry is never invalidated: it is only evicted.
+type nodeCache struct {
+	shards [16]cacheShard
+}
+
+type cacheShard struct {
+	mu    sync.Mutex
+	max   int64
+	bytes int64
+	ll    list.List
+	m     map[store.Hash]*list.Element
+}
+
+type cacheItem struct {
+	h store.Hash
+	n *codec.Node
+}
+
+func newNodeCache(maxBytes int64) *nodeCache {
+	c := &nodeCache{}
+	for i := range c.shards {
+		c.shards[i].max = maxBytes / int64(len(c.shards))
+		c.shards[i].m = make(map[store.Hash]*list.Element)
+	}
+	return c
+}
+
+func (c *nodeCache) shard(h store.Hash) *cacheShard { return &c.shards[h[0]&15] }
+
+func (c *nodeCache) get(h store.Hash) *codec.Node {
+	s := c.shard(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.m[h]; ok {
+		s.ll.MoveToFront(e)
+		return e.Value.(*cacheItem).n
+	}
+	return nil
+}
+
+func (c *nodeCache) put(h store.Hash, n *codec.Node) {
+	s := c.shard(h)
+	size := n.MemSize()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.max <= 0 || size > s.max {
+		return
+	}
+	if _, ok := s.m[h]; ok {
+		return
+	}
+	s.m[h] = s.ll.PushFront(&cacheItem{h: h, n: n})
+	s.bytes += size
+	for s.bytes > s.max {
+		e := s.ll.Back()
+		it := e.Value.(*cacheItem)
+		s.ll.Remove(e)
+		delete(s.m, it.h)
+		s.bytes -= it.n.MemSize()
+	}
+}

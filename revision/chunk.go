@@ -1,0 +1,241 @@
+package revision
+
+import (
+	"crypto/sha256"
+	"math"
+
+	"github.com/strata-db/strata/revision/internal/codec"
+	"github.com/zeebo/xxh3"
+)
+
+// Chunking parameters (STORAGE.md §3). They are part of the format: changing one changes every address.
+const (
+	minChunk    = 1 << 10  // never cut a node smaller than this
+	targetChunk = 4 << 10  // the typical node size
+	maxChunk    = 16 << 10 // always cut a node that reaches this
+	maxInline   = 1 << 10  // a container whose single leaf is at most this big lives inside its parent
+	maxInlineS  = 4 << 10  // a string longer than this is split into fragment nodes
+	weibullK    = 4.0      // shape of the cut-probability curve (Dolt's splitter)
+)
+
+// weibullLambda sets the scale so that nodes average close to targetChunk once min and max are applied.
+var weibullLambda = float64(targetChunk) * 1.05
+
+// cutAt decides whether a boundary falls after an entry whose identity is id, when the node grows from start to end
+// bytes. The decision is content-defined: it depends only on the entry and the node's size so far, never on the
+// entry's position in the sequence, so an edit moves boundaries only near itself.
+func cutAt(id string, level int, start, end int) bool {
+	if end < minChunk {
+		return false
+	}
+	if end >= maxChunk {
+		return true
+	}
+	a := math.Pow(float64(start)/weibullLambda, weibullK)
+	b := math.Pow(float64(end)/weibullLambda, weibullK)
+	p := 1 - math.Exp(a-b) // P(cut in (start, end] | no cut before start)
+	h := xxh3.HashStringSeed(id, 0x5bd1e995+uint64(level)*0x9e3779b97f4a7c15)
+	return float64(h) < p*(1<<64)
+}
+
+// chunker accumulates the entries of one level of one tree and cuts them into nodes.
+type chunker struct {
+	kind     byte // kind of node emitted
+	level    int
+	buf      []byte
+	n        int
+	count    uint64
+	csize    uint64
+	firstKey string
+	// onCut receives each node as it is cut.
+	onCut func(c codec.Child, raw string) error
+}
+
+func newChunker(kind byte, level int, onCut func(codec.Child, string) error) *chunker {
+	return &chunker{kind: kind, level: level, onCut: onCut}
+}
+
+func (c *chunker) size() int {
+	s := 1 + codec.UvarintLen(uint64(c.n)) + len(c.buf)
+	if c.level > 0 {
+		s++
+	}
+	return s
+}
+
+// addEntry appends a leaf entry (key is ignored for arrays).
+func (c *chunker) addEntry(key, val string) error {
+	start := c.size()
+	if c.n == 0 {
+		c.firstKey = key
+	}
+	c.buf = codec.AppendEntry(c.buf, c.kind, key, val)
+	c.n++
+	c.count++
+	es := codec.ValueSize(val)
+	id := val
+	if c.kind == codec.NodeObjLeaf {
+		es += 3 + codec.EscapedLen(key)
+		id = key
+	}
+	if c.n > 1 {
+		es++
+	}
+	c.csize += es
+	if cutAt(id, c.level, start, c.size()) {
+		return c.cut()
+	}
+	return nil
+}
+
+// addChild appends an inner entry.
+func (c *chunker) addChild(ch codec.Child) error {
+	start := c.size()
+	if c.n == 0 {
+		c.firstKey = ch.Key
+	}
+	c.buf = codec.AppendChild(c.buf, c.kind, ch)
+	c.n++
+	c.count += ch.Count
+	c.csize += ch.CSize
+	if c.n > 1 && c.kind != codec.NodeStrInner {
+		c.csize++
+	}
+	if cutAt(string(ch.Hash[:]), c.level, start, c.size()) {
+		return c.cut()
+	}
+	return nil
+}
+
+// pending reports whether entries wait for a boundary.
+func (c *chunker) pending() bool { return c.n > 0 }
+
+// cut closes the current node, if it has entries.
+func (c *chunker) cut() error {
+	if c.n == 0 {
+		return nil
+	}
+	raw := make([]byte, 0, c.size())
+	raw = append(raw, c.kind)
+	if c.level > 0 {
+		raw = append(raw, byte(c.level))
+	}
+	raw = codec.AppendUvarint(raw, uint64(c.n))
+	raw = append(raw, c.buf...)
+	ch := codec.Child{Key: c.firstKey, Hash: sha256.Sum256(raw), Count: c.count, CSize: c.csize}
+	c.buf = c.buf[:0]
+	c.n, c.count, c.csize, c.firstKey = 0, 0, 0, ""
+	return c.onCut(ch, string(raw))
+}
+
+// builder builds one new tree from its entries in order. It holds back the first node of each level until a second
+// one appears, so that a container that fits in one small leaf is inlined without ever being written as a node, and
+// a level with one node becomes the root instead of getting a parent with a single child.
+type builder struct {
+	leafKind byte
+	base     int // level of the first chunker: 0, or 1 for strings (whose leaves are fragments)
+	levels   []*chunker
+	held     []heldNode
+	produced []int
+	emit     func(codec.Child, string) error // writes a finished node
+}
+
+type heldNode struct {
+	child codec.Child
+	raw   string
+}
+
+func newBuilder(leafKind byte, emit func(codec.Child, string) error) *builder {
+	base := 0
+	if leafKind == codec.NodeStrLeaf {
+		base = 1
+	}
+	return newBuilderAt(leafKind, base, emit)
+}
+
+// newBuilderAt returns a builder whose first chunker takes children at level base (> 0), for growing an existing
+// tree upwards, or entries when base is 0.
+func newBuilderAt(leafKind byte, base int, emit func(codec.Child, string) error) *builder {
+	b := &builder{leafKind: leafKind, base: base, emit: emit}
+	b.addLevel()
+	return b
+}
+
+func (b *builder) addLevel() {
+	i := len(b.levels)
+	level := b.base + i
+	kind := b.leafKind
+	if level > 0 {
+		kind = codec.InnerKind(b.leafKind)
+	}
+	b.levels = append(b.levels, newChunker(kind, level, func(c codec.Child, raw string) error { return b.onCut(i, c, raw) }))
+	b.held = append(b.held, heldNode{})
+	b.produced = append(b.produced, 0)
+}
+
+func (b *builder) onCut(i int, c codec.Child, raw string) error {
+	b.produced[i]++
+	switch b.produced[i] {
+	case 1:
+		b.held[i] = heldNode{c, raw}
+		return nil
+	case 2:
+		b.addLevel()
+		h := b.held[i]
+		b.held[i] = heldNode{}
+		if err := b.emit(h.child, h.raw); err != nil {
+			return err
+		}
+		if err := b.levels[i+1].addChild(h.child); err != nil {
+			return err
+		}
+	}
+	if err := b.emit(c, raw); err != nil {
+		return err
+	}
+	return b.levels[i+1].addChild(c)
+}
+
+func (b *builder) addEntry(key, val string) error { return b.levels[0].addEntry(key, val) }
+func (b *builder) addChild(c codec.Child) error  { return b.levels[0].addChild(c) }
+
+// finish closes every level and returns the tree as a value: inline when it is one small leaf, else a reference to
+// the root node (which it emits).
+func (b *builder) finish() (Value, error) {
+	for i := 0; i < len(b.levels); i++ {
+		if err := b.levels[i].cut(); err != nil {
+			return Value{}, err
+		}
+		if i < len(b.levels)-1 {
+			continue
+		}
+		if b.produced[i] == 0 {
+			return emptyContainer(b.leafKind), nil
+		}
+		return b.rootValue(b.held[i].child, b.held[i].raw, b.base+i)
+	}
+	panic("unreachable")
+}
+
+// rootValue turns a tree's root node into a value, emitting the node unless it is inlined.
+func (b *builder) rootValue(c codec.Child, raw string, level int) (Value, error) {
+	if level == 0 && len(raw) <= maxInline && b.leafKind != codec.NodeStrLeaf {
+		return Value{string(codec.InlineTag(b.leafKind)) + raw[1:]}, nil
+	}
+	if err := b.emit(c, raw); err != nil {
+		return Value{}, err
+	}
+	return refValue(b.leafKind, c), nil
+}
+
+func refValue(kind byte, c codec.Child) Value {
+	size := c.CSize + 2
+	return Value{string(codec.AppendRef(nil, codec.RefTag(kind), c.Hash, c.Count, size))}
+}
+
+func emptyContainer(leafKind byte) Value {
+	if leafKind == codec.NodeObjLeaf {
+		return Value{string([]byte{codec.TagObj, 0})}
+	}
+	return Value{string([]byte{codec.TagArr, 0})}
+}

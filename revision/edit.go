@@ -1,0 +1,345 @@
+package revision
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/strata-db/strata/revision/internal/codec"
+	"github.com/strata-db/strata/store"
+)
+
+// txn is one write in progress: the nodes it builds live in an overlay until the caller takes the ones the final
+// root still reaches. Intermediate versions (between the operations of one patch) are never written.
+type txn struct {
+	reader
+}
+
+func (f *Forest) newTxn(ctx context.Context) *txn {
+	return &txn{reader{f: f, ctx: ctx, overlay: make(map[store.Hash]*codec.Node)}}
+}
+
+// emit records a node built by this write.
+func (t *txn) emit(c codec.Child, raw string) error {
+	if _, ok := t.overlay[c.Hash]; ok {
+		return nil
+	}
+	n, err := codec.ParseNode(raw)
+	if err != nil {
+		return fmt.Errorf("internal error: built a node that does not decode: %v", err)
+	}
+	t.overlay[c.Hash] = n
+	return nil
+}
+
+// newNodes returns the nodes built by this write that root reaches, in no particular order.
+func (t *txn) newNodes(root Value) ([]store.Node, error) {
+	var out []store.Node
+	seen := make(map[store.Hash]bool)
+	var visit func(enc string) error
+	var visitNode func(h store.Hash) error
+	visit = func(enc string) error {
+		return codec.WalkRefs(enc, func(ref codec.Ref) error { return visitNode(ref.Hash) })
+	}
+	visitNode = func(h store.Hash) error {
+		n, ok := t.overlay[h]
+		if !ok || seen[h] {
+			return nil
+		}
+		seen[h] = true
+		out = append(out, store.Node{Hash: h, Data: []byte(n.Raw)})
+		for _, c := range n.Children {
+			if err := visitNode(c.Hash); err != nil {
+				return err
+			}
+		}
+		for _, e := range n.Entries {
+			if err := visit(e.Val); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, visit(root.enc)
+}
+
+// buildEntries builds a container afresh from its entries (inline containers, and anything small).
+func (t *txn) buildEntries(leafKind byte, entries []codec.Entry) (Value, error) {
+	b := newBuilder(leafKind, t.emit)
+	for _, e := range entries {
+		if err := b.addEntry(e.Key, e.Val); err != nil {
+			return Value{}, err
+		}
+	}
+	return b.finish()
+}
+
+// replaceLeaf gives the leaf at loc.path[0] the entries newEntries and rebuilds the tree above it. Re-chunking starts
+// at the edited leaf (an old boundary, so the chunker starts fresh there) and runs until a new boundary falls on an
+// old one; then the same is done one level up with the new nodes in place of the ones consumed, up to the root. Every
+// node outside that path is shared with the old tree.
+func (t *txn) replaceLeaf(loc located, newEntries []codec.Entry) (Value, error) {
+	if !loc.tree {
+		return t.buildEntries(loc.leafKind, newEntries)
+	}
+	start := loc.path
+	end := append([]pos(nil), loc.path...)
+	end[0].idx = len(end[0].node.Entries) - 1 // the whole old leaf is replaced
+	h := len(start) - 1
+	var repl []codec.Child
+	for l := 0; l <= h; l++ {
+		kind := loc.leafKind
+		if l > 0 {
+			kind = codec.InnerKind(loc.leafKind)
+		}
+		var out []codec.Child
+		ch := newChunker(kind, l, func(c codec.Child, raw string) error {
+			out = append(out, c)
+			return t.emit(c, raw)
+		})
+		feedFrom := func(n *codec.Node, from int) error {
+			if l == 0 {
+				for _, e := range n.Entries[from:] {
+					if err := ch.addEntry(e.Key, e.Val); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			for _, c := range n.Children[from:] {
+				if err := ch.addChild(c); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if l == 0 {
+			for _, e := range newEntries {
+				if err := ch.addEntry(e.Key, e.Val); err != nil {
+					return Value{}, err
+				}
+			}
+		} else {
+			p := start[l]
+			for _, c := range p.node.Children[:p.idx] {
+				if err := ch.addChild(c); err != nil {
+					return Value{}, err
+				}
+			}
+			for _, c := range repl {
+				if err := ch.addChild(c); err != nil {
+					return Value{}, err
+				}
+			}
+			if err := feedFrom(end[l].node, end[l].idx+1); err != nil {
+				return Value{}, err
+			}
+		}
+		// Continue through the following old nodes of this level until a new boundary meets an old one.
+		for ch.pending() {
+			next, err := t.advance(end, l)
+			if err != nil {
+				return Value{}, err
+			}
+			if next == nil {
+				break
+			}
+			end[l] = pos{next, next.Len() - 1}
+			if err := feedFrom(next, 0); err != nil {
+				return Value{}, err
+			}
+		}
+		if err := ch.cut(); err != nil {
+			return Value{}, err
+		}
+		repl = out
+	}
+	return t.topValue(loc.leafKind, h, repl)
+}
+
+// advance moves end[l] to the next node of level l and returns it, or nil at the end of the sequence. It moves the
+// positions above as needed; end[l+1] then names the parent entry of the returned node.
+func (t *txn) advance(end []pos, l int) (*codec.Node, error) {
+	if l+1 >= len(end) {
+		return nil, nil
+	}
+	p := end[l+1]
+	if p.idx+1 < len(p.node.Children) {
+		p.idx++
+	} else {
+		nn, err := t.advance(end, l+1)
+		if err != nil || nn == nil {
+			return nil, err
+		}
+		p = pos{nn, 0}
+	}
+	end[l+1] = p
+	return t.child(p.node.Children[p.idx].Hash, p.node)
+}
+
+// topValue makes a container value from the nodes of its highest rebuilt level.
+func (t *txn) topValue(leafKind byte, level int, top []codec.Child) (Value, error) {
+	switch len(top) {
+	case 0:
+		return emptyContainer(leafKind), nil
+	case 1:
+		c := top[0]
+		n := t.overlay[c.Hash]
+		// A root with a single child is not canonical: the tree built from scratch would stop one level lower.
+		for n.Level > 0 && len(n.Children) == 1 {
+			c = n.Children[0]
+			var err error
+			if n, err = t.node(c.Hash); err != nil {
+				return Value{}, err
+			}
+		}
+		if n.Level == 0 && len(n.Raw) <= maxInline {
+			return Value{string(codec.InlineTag(leafKind)) + n.Raw[1:]}, nil
+		}
+		return refValue(leafKind, c), nil
+	}
+	b := newBuilderAt(leafKind, level+1, t.emit)
+	for _, c := range top {
+		if err := b.addChild(c); err != nil {
+			return Value{}, err
+		}
+	}
+	return b.finish()
+}
+
+// editKind says what to do at the last step of a path.
+type editKind int
+
+const (
+	editReplace editKind = iota // the member or element must exist; it becomes nv
+	editAdd                     // objects: insert or replace; arrays: insert before the index ("-" appends)
+	editRemove                  // the member or element must exist; it goes
+)
+
+var editOpNames = [...]string{"replace", "add", "remove"}
+
+// setIn applies an edit at ptr inside v and returns the new v and the value that was there before (zero if none).
+func (t *txn) setIn(v Value, ptr Pointer, k int, kind editKind, nv Value) (Value, Value, error) {
+	if k == len(ptr)-1 {
+		return t.editChild(v, ptr, kind, nv)
+	}
+	child, err := t.step(v, ptr, k, editOpNames[kind])
+	if err != nil {
+		return Value{}, Value{}, err
+	}
+	newChild, old, err := t.setIn(child, ptr, k+1, kind, nv)
+	if err != nil {
+		return Value{}, Value{}, err
+	}
+	if newChild == child {
+		return v, old, nil
+	}
+	sub := ptr[:k+1]
+	nv2, _, err := t.editChild(v, sub, editReplace, newChild)
+	return nv2, old, err
+}
+
+// editChild applies an edit to the member or element ptr[len-1] of container v (the value at ptr[:len-1]).
+func (t *txn) editChild(v Value, ptr Pointer, kind editKind, nv Value) (Value, Value, error) {
+	k := len(ptr) - 1
+	tok := ptr[k]
+	op := editOpNames[kind]
+	parent := ptr[:k].String()
+	switch v.Kind() {
+	case Object:
+		loc, err := t.locateKey(v, tok)
+		if err != nil {
+			return Value{}, Value{}, err
+		}
+		var old Value
+		es := loc.entries
+		switch {
+		case loc.found:
+			old = loc.val()
+			if kind == editRemove {
+				es = splice(es, loc.idx, 1)
+			} else {
+				if old == nv {
+					return v, old, nil
+				}
+				es = replaceAt(es, loc.idx, codec.Entry{Key: tok, Val: nv.enc})
+			}
+		case kind == editAdd:
+			es = insertAt(es, loc.idx, codec.Entry{Key: tok, Val: nv.enc})
+		default:
+			return Value{}, Value{}, &PathError{Op: op, Path: ptr.String(), At: ptr.String(), Err: ErrNotFound,
+				Msg: fmt.Sprintf("no member %q in the object at %q", tok, parent), DidYouMean: closestKeys(tok, loc.entries)}
+		}
+		nv2, err := t.replaceLeaf(loc, es)
+		return nv2, old, err
+	case Array:
+		n := v.Len()
+		var i uint64
+		if tok == "-" && kind == editAdd {
+			i = n
+		} else {
+			var ok bool
+			if i, ok = parseIndex(tok); !ok {
+				return Value{}, Value{}, &PathError{Op: op, Path: ptr.String(), At: ptr.String(), Err: ErrInvalidPath,
+					Msg: fmt.Sprintf("%q is not an array index (the array at %q has %d elements%s)", tok, parent, n, appendHint(kind))}
+			}
+			limit := n
+			if kind == editAdd {
+				limit = n + 1
+			}
+			if i >= limit {
+				return Value{}, Value{}, &PathError{Op: op, Path: ptr.String(), At: ptr.String(), Err: ErrNotFound,
+					Msg: fmt.Sprintf("index %d is out of range: the array at %q has %d elements%s", i, parent, n, appendHint(kind))}
+			}
+		}
+		loc, err := t.locateIndex(v, i)
+		if err != nil {
+			return Value{}, Value{}, err
+		}
+		var old Value
+		es := loc.entries
+		switch kind {
+		case editAdd:
+			es = insertAt(es, loc.idx, codec.Entry{Val: nv.enc})
+		case editRemove:
+			old = loc.val()
+			es = splice(es, loc.idx, 1)
+		case editReplace:
+			old = loc.val()
+			if old == nv {
+				return v, old, nil
+			}
+			es = replaceAt(es, loc.idx, codec.Entry{Val: nv.enc})
+		}
+		nv2, err := t.replaceLeaf(loc, es)
+		return nv2, old, err
+	default:
+		return Value{}, Value{}, &PathError{Op: op, Path: ptr.String(), At: ptr.String(), Err: ErrInvalidPath,
+			Msg: fmt.Sprintf("the value at %q is a %s, not an object or array", parent, v.Kind())}
+	}
+}
+
+func appendHint(kind editKind) string {
+	if kind == editAdd {
+		return `; "-" appends`
+	}
+	return ""
+}
+
+func splice(es []codec.Entry, i, n int) []codec.Entry {
+	out := make([]codec.Entry, 0, len(es)-n)
+	out = append(out, es[:i]...)
+	return append(out, es[i+n:]...)
+}
+
+func insertAt(es []codec.Entry, i int, e codec.Entry) []codec.Entry {
+	out := make([]codec.Entry, 0, len(es)+1)
+	out = append(out, es[:i]...)
+	out = append(out, e)
+	return append(out, es[i:]...)
+}
+
+func replaceAt(es []codec.Entry, i int, e codec.Entry) []codec.Entry {
+	out := append([]codec.Entry(nil), es...)
+	out[i] = e
+	return out
+}

@@ -1,0 +1,114 @@
+// Package revision stores JSON documents as trees of immutable, content-addressed nodes and works on them: import,
+// pointer reads, RFC 6902 patches, materialisation, streaming, structural diff and three-way merge.
+//
+// A Value is an immutable JSON value. Scalars and containers whose encoding fits in 1 KiB are held inline; larger
+// containers and long strings are referenced by the SHA-256 of their root node. A change builds a new root that
+// shares every unchanged node with the old one, so one edit in a million-element array writes a handful of nodes.
+package revision
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/strata-db/strata/revision/internal/codec"
+	"github.com/strata-db/strata/store"
+)
+
+// Forest is the set of trees in one node store. It is safe for concurrent use.
+type Forest struct {
+	ns    store.NodeStore
+	cache *nodeCache
+}
+
+// Options configures a Forest. The zero value gives sensible defaults.
+type Options struct {
+	// CacheBytes bounds the decoded-node cache. Zero means 256 MiB; negative disables the cache.
+	CacheBytes int64
+}
+
+// New returns a Forest over a node store. opts may be nil.
+func New(ns store.NodeStore, opts *Options) *Forest {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = 256 << 20
+	}
+	return &Forest{ns: ns, cache: newNodeCache(o.CacheBytes)}
+}
+
+// Store returns the node store behind the forest.
+func (f *Forest) Store() store.NodeStore { return f.ns }
+
+// reader fetches decoded nodes, looking first in an overlay of nodes built by the current write.
+type reader struct {
+	f       *Forest
+	ctx     context.Context
+	overlay map[store.Hash]*codec.Node
+}
+
+func (f *Forest) reader(ctx context.Context) *reader { return &reader{f: f, ctx: ctx} }
+
+func (r *reader) node(h store.Hash) (*codec.Node, error) {
+	if n, ok := r.overlay[h]; ok {
+		return n, nil
+	}
+	if n := r.f.cache.get(h); n != nil {
+		return n, nil
+	}
+	if err := r.ctx.Err(); err != nil {
+		return nil, err
+	}
+	raws, err := r.f.ns.GetNodes(r.ctx, []store.Hash{h})
+	if err != nil {
+		return nil, err
+	}
+	return r.decode(h, raws[0])
+}
+
+func (r *reader) decode(h store.Hash, raw []byte) (*codec.Node, error) {
+	n, err := codec.ParseNode(string(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%w: node %s: %v", store.ErrCorruptNode, h.Short(), err)
+	}
+	r.f.cache.put(h, n)
+	return n, nil
+}
+
+// nodes loads the nodes behind a list of children with one store call, so that a scan of many siblings does not
+// pay one round trip each.
+func (r *reader) nodes(children []codec.Child) ([]*codec.Node, error) {
+	out := make([]*codec.Node, len(children))
+	var missing []store.Hash
+	var at []int
+	for i, c := range children {
+		h := store.Hash(c.Hash)
+		if n, ok := r.overlay[h]; ok {
+			out[i] = n
+		} else if n := r.f.cache.get(h); n != nil {
+			out[i] = n
+		} else {
+			missing = append(missing, h)
+			at = append(at, i)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	if err := r.ctx.Err(); err != nil {
+		return nil, err
+	}
+	raws, err := r.f.ns.GetNodes(r.ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	for k, h := range missing {
+		n, err := r.decode(h, raws[k])
+		if err != nil {
+			return nil, err
+		}
+		out[at[k]] = n
+	}
+	return out, nil
+}

@@ -1,0 +1,162 @@
+package revision
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/strata-db/strata/revision/internal/codec"
+)
+
+// jsonWriter streams JSON text straight from nodes into an io.Writer, in 64 KiB pieces.
+type jsonWriter struct {
+	r   *reader
+	w   io.Writer
+	buf []byte
+	err error
+}
+
+func (jw *jsonWriter) flushIfFull() error {
+	if len(jw.buf) >= 64<<10 {
+		return jw.flush()
+	}
+	return nil
+}
+
+func (jw *jsonWriter) flush() error {
+	if len(jw.buf) > 0 && jw.w != nil {
+		if _, err := jw.w.Write(jw.buf); err != nil {
+			return err
+		}
+		jw.buf = jw.buf[:0]
+	}
+	return nil
+}
+
+// WriteJSON streams v as compact JSON text (keys in byte order) to w.
+func (f *Forest) WriteJSON(ctx context.Context, w io.Writer, v Value) error {
+	jw := &jsonWriter{r: f.reader(ctx), w: w, buf: make([]byte, 0, 72<<10)}
+	if err := jw.value(v.enc); err != nil {
+		return err
+	}
+	return jw.flush()
+}
+
+// AppendJSON appends v as compact JSON text to b.
+func (f *Forest) AppendJSON(ctx context.Context, b []byte, v Value) ([]byte, error) {
+	jw := &jsonWriter{r: f.reader(ctx), buf: b}
+	err := jw.value(v.enc)
+	return jw.buf, err
+}
+
+// JSON returns v as compact JSON text.
+func (f *Forest) JSON(ctx context.Context, v Value) ([]byte, error) { return f.AppendJSON(ctx, nil, v) }
+
+func (jw *jsonWriter) value(enc string) error {
+	switch enc[0] {
+	case codec.TagNull:
+		jw.buf = append(jw.buf, "null"...)
+	case codec.TagTrue:
+		jw.buf = append(jw.buf, "true"...)
+	case codec.TagFalse:
+		jw.buf = append(jw.buf, "false"...)
+	case codec.TagInt:
+		jw.buf = strconv.AppendInt(jw.buf, codec.DecodeInt(enc), 10)
+	case codec.TagNum:
+		jw.buf = append(jw.buf, codec.Payload(enc)...)
+	case codec.TagStr:
+		jw.buf = codec.AppendJSONString(jw.buf, codec.Payload(enc))
+	case codec.TagStrRef:
+		n, err := jw.r.root(Value{enc})
+		if err != nil {
+			return err
+		}
+		jw.buf = append(jw.buf, '"')
+		err = jw.r.eachFrag(n, func(s string) {
+			jw.buf = codec.AppendEscaped(jw.buf, s)
+			if jw.err == nil {
+				jw.err = jw.flushIfFull()
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if jw.err != nil {
+			return jw.err
+		}
+		jw.buf = append(jw.buf, '"')
+	case codec.TagObj, codec.TagObjRef, codec.TagArr, codec.TagArrRef:
+		obj := enc[0] == codec.TagObj || enc[0] == codec.TagObjRef
+		open, close := byte('['), byte(']')
+		if obj {
+			open, close = '{', '}'
+		}
+		jw.buf = append(jw.buf, open)
+		first := true
+		err := jw.r.each(Value{enc}, 0, func(key, val string) error {
+			if !first {
+				jw.buf = append(jw.buf, ',')
+			}
+			first = false
+			if obj {
+				jw.buf = codec.AppendJSONString(jw.buf, key)
+				jw.buf = append(jw.buf, ':')
+			}
+			if err := jw.value(val); err != nil {
+				return err
+			}
+			return jw.flushIfFull()
+		})
+		if err != nil {
+			return err
+		}
+		jw.buf = append(jw.buf, close)
+	default:
+		return fmt.Errorf("%w: unknown value tag %d", codec.ErrMalformed, enc[0])
+	}
+	return nil
+}
+
+// Materialize returns v as Go values of the kinds gojq and encoding/json use: nil, bool, int (integers that fit),
+// json.Number (every other number, with its exact text), string, []any and map[string]any.
+func (f *Forest) Materialize(ctx context.Context, v Value) (any, error) {
+	return f.reader(ctx).materialize(v.enc)
+}
+
+func (r *reader) materialize(enc string) (any, error) {
+	switch enc[0] {
+	case codec.TagNull:
+		return nil, nil
+	case codec.TagTrue:
+		return true, nil
+	case codec.TagFalse:
+		return false, nil
+	case codec.TagInt:
+		return int(codec.DecodeInt(enc)), nil
+	case codec.TagNum:
+		return json.Number(codec.Payload(enc)), nil
+	case codec.TagStr:
+		return codec.Payload(enc), nil
+	case codec.TagStrRef:
+		return r.stringBytes(Value{enc})
+	case codec.TagObj, codec.TagObjRef:
+		m := make(map[string]any, Value{enc}.Len())
+		err := r.each(Value{enc}, 0, func(key, val string) error {
+			x, err := r.materialize(val)
+			m[key] = x
+			return err
+		})
+		return m, err
+	case codec.TagArr, codec.TagArrRef:
+		a := make([]any, 0, Value{enc}.Len())
+		err := r.each(Value{enc}, 0, func(_, val string) error {
+			x, err := r.materialize(val)
+			a = append(a, x)
+			return err
+		})
+		return a, err
+	}
+	return nil, fmt.Errorf("%w: unknown value tag %d", codec.ErrMalformed, enc[0])
+}

@@ -1,0 +1,295 @@
+package revision
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+
+	"github.com/strata-db/strata/revision/internal/jsonscan"
+	"github.com/strata-db/strata/store"
+)
+
+// Operation is one RFC 6902 JSON Patch operation. Value holds the exact JSON text of "value" (numbers keep their
+// text); HasValue distinguishes a missing value from null.
+type Operation struct {
+	Op       string          `json:"op"`
+	Path     string          `json:"path"`
+	From     string          `json:"from,omitempty"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	HasValue bool            `json:"-"`
+}
+
+// ParsePatch parses a JSON Patch document: an array of operation objects. It refuses duplicate keys, invalid UTF-8,
+// unknown operations and missing fields, naming the operation at fault. Members that RFC 6902 does not define are
+// ignored, as the RFC requires.
+func ParsePatch(data []byte) ([]Operation, error) {
+	if err := checkJSON(data); err != nil {
+		return nil, fmt.Errorf("%w: the patch is not valid JSON: %v", ErrInvalidPatch, err)
+	}
+	var raw []map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%w: a patch must be a JSON array of operation objects like {\"op\":\"add\",\"path\":\"/a\",\"value\":1}", ErrInvalidPatch)
+	}
+	ops := make([]Operation, len(raw))
+	for i, m := range raw {
+		op, err := operationFromMap(m)
+		if err != nil {
+			return nil, &PatchError{Index: i, Op: op.Op, Err: err}
+		}
+		ops[i] = op
+	}
+	return ops, nil
+}
+
+func operationFromMap(m map[string]json.RawMessage) (Operation, error) {
+	var op Operation
+	str := func(name string) (string, bool, error) {
+		r, ok := m[name]
+		if !ok {
+			return "", false, nil
+		}
+		var s string
+		if err := json.Unmarshal(r, &s); err != nil || string(r) == "null" {
+			return "", true, fmt.Errorf("%w: %q must be a string, not %s", ErrInvalidPatch, name, r)
+		}
+		return s, true, nil
+	}
+	var ok bool
+	var err error
+	if op.Op, ok, err = str("op"); err != nil {
+		return op, err
+	} else if !ok {
+		return op, fmt.Errorf(`%w: missing "op" (one of add, remove, replace, move, copy, test)`, ErrInvalidPatch)
+	}
+	switch op.Op {
+	case "add", "remove", "replace", "move", "copy", "test":
+	default:
+		return op, fmt.Errorf("%w: unknown op %q (use add, remove, replace, move, copy or test)", ErrInvalidPatch, op.Op)
+	}
+	if op.Path, ok, err = str("path"); err != nil {
+		return op, err
+	} else if !ok {
+		return op, fmt.Errorf(`%w: missing "path" (a JSON Pointer such as "/users/0")`, ErrInvalidPatch)
+	}
+	if op.Op == "move" || op.Op == "copy" {
+		if op.From, ok, err = str("from"); err != nil {
+			return op, err
+		} else if !ok {
+			return op, fmt.Errorf(`%w: %s needs "from" (the JSON Pointer of the value to %s)`, ErrInvalidPatch, op.Op, op.Op)
+		}
+	}
+	if v, ok := m["value"]; ok {
+		op.Value, op.HasValue = v, true
+	} else if op.Op == "add" || op.Op == "replace" || op.Op == "test" {
+		return op, fmt.Errorf(`%w: %s needs "value"`, ErrInvalidPatch, op.Op)
+	}
+	return op, nil
+}
+
+// checkJSON validates a JSON text with Strata's rules: strict syntax, valid UTF-8, no duplicate keys, bounded depth.
+func checkJSON(data []byte) error {
+	sc := jsonscan.NewBytes(data, MaxDepth)
+	var keys []map[string]struct{}
+	for {
+		k, b, err := sc.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch k {
+		case jsonscan.BeginObject:
+			keys = append(keys, map[string]struct{}{})
+		case jsonscan.EndObject:
+			keys = keys[:len(keys)-1]
+		case jsonscan.Key:
+			set := keys[len(keys)-1]
+			if _, dup := set[string(b)]; dup {
+				return fmt.Errorf("duplicate key %q", b)
+			}
+			set[string(b)] = struct{}{}
+		}
+	}
+}
+
+// Change is the result of a write: the new root and the nodes it created that the root reaches. Nothing is stored
+// until the caller writes Nodes (with Forest.Save, or inside its own commit).
+type Change struct {
+	Root  Value
+	Nodes []store.Node
+}
+
+// Save writes a change's nodes to the forest's store.
+func (f *Forest) Save(ctx context.Context, c *Change) (Stats, error) {
+	if len(c.Nodes) == 0 {
+		return Stats{}, nil
+	}
+	return f.ns.PutNodes(ctx, c.Nodes)
+}
+
+// Patch applies the operations in order, as one change: if any fails, none is applied. The result is not stored
+// yet (see Change).
+func (f *Forest) Patch(ctx context.Context, root Value, ops []Operation) (*Change, error) {
+	t := f.newTxn(ctx)
+	v := root
+	for i, op := range ops {
+		var err error
+		if v, err = t.applyOp(v, op); err != nil {
+			return nil, &PatchError{Index: i, Op: op.Op, Err: err}
+		}
+	}
+	return t.change(v)
+}
+
+func (t *txn) change(v Value) (*Change, error) {
+	nodes, err := t.newNodes(v)
+	if err != nil {
+		return nil, err
+	}
+	return &Change{Root: v, Nodes: nodes}, nil
+}
+
+// Apply is Patch followed by Save.
+func (f *Forest) Apply(ctx context.Context, root Value, ops []Operation) (Value, Stats, error) {
+	c, err := f.Patch(ctx, root, ops)
+	if err != nil {
+		return Value{}, Stats{}, err
+	}
+	st, err := f.Save(ctx, c)
+	return c.Root, st, err
+}
+
+// Set replaces the value at ptr (which must exist, or be the root) with the JSON text value: a convenience for a
+// one-operation patch.
+func (f *Forest) Set(ctx context.Context, root Value, ptr Pointer, value []byte) (*Change, error) {
+	return f.Patch(ctx, root, []Operation{{Op: "replace", Path: ptr.String(), Value: value, HasValue: true}})
+}
+
+func (t *txn) applyOp(root Value, op Operation) (Value, error) {
+	ptr, err := ParsePointer(op.Path)
+	if err != nil {
+		return Value{}, err
+	}
+	var val Value
+	if op.HasValue && op.Op != "remove" && op.Op != "move" && op.Op != "copy" {
+		if val, err = t.parse(op.Value); err != nil {
+			return Value{}, err
+		}
+	}
+	switch op.Op {
+	case "add":
+		return t.put(root, ptr, editAdd, val)
+	case "replace":
+		if len(ptr) == 0 {
+			return val, nil
+		}
+		return t.put(root, ptr, editReplace, val)
+	case "remove":
+		if len(ptr) == 0 {
+			return Value{}, &PathError{Op: "remove", Path: "", Err: ErrInvalidPath, Msg: "cannot remove the whole document; replace it instead"}
+		}
+		v, _, err := t.setIn(root, ptr, 0, editRemove, Value{})
+		return v, err
+	case "test":
+		cur, err := t.get(root, ptr, "test")
+		if err != nil {
+			return Value{}, err
+		}
+		eq, err := t.equalJSON(cur, val)
+		if err != nil {
+			return Value{}, err
+		}
+		if !eq {
+			return Value{}, &PathError{Op: "test", Path: op.Path, At: op.Path, Err: ErrTestFailed, Msg: "the value there differs from the test value"}
+		}
+		return root, nil
+	case "move", "copy":
+		from, err := ParsePointer(op.From)
+		if err != nil {
+			return Value{}, err
+		}
+		v, err := t.get(root, from, op.Op)
+		if err != nil {
+			return Value{}, err
+		}
+		if op.Op == "move" {
+			if from.IsPrefixOf(ptr) {
+				if len(from) == len(ptr) {
+					return root, nil
+				}
+				return Value{}, fmt.Errorf("%w: cannot move %q into its own child %q", ErrInvalidPatch, op.From, op.Path)
+			}
+			if root, _, err = t.setIn(root, from, 0, editRemove, Value{}); err != nil {
+				return Value{}, err
+			}
+		}
+		return t.put(root, ptr, editAdd, v)
+	}
+	return Value{}, fmt.Errorf("%w: unknown op %q", ErrInvalidPatch, op.Op)
+}
+
+func (t *txn) put(root Value, ptr Pointer, kind editKind, val Value) (Value, error) {
+	if len(ptr) == 0 {
+		return val, nil
+	}
+	v, _, err := t.setIn(root, ptr, 0, kind, val)
+	return v, err
+}
+
+// equalJSON is JSON equality as RFC 6902's test defines it: numbers compare by value (1 equals 1.0), objects
+// regardless of member order.
+func (r *reader) equalJSON(a, b Value) (bool, error) {
+	if a == b {
+		return true, nil
+	}
+	if a.Kind() != b.Kind() {
+		return false, nil
+	}
+	switch a.Kind() {
+	case Number:
+		x, ok1 := new(big.Rat).SetString(a.NumberText())
+		y, ok2 := new(big.Rat).SetString(b.NumberText())
+		return ok1 && ok2 && x.Cmp(y) == 0, nil
+	case Object, Array:
+		if a.Len() != b.Len() {
+			return false, nil
+		}
+		ea, err := r.entries(a)
+		if err != nil {
+			return false, err
+		}
+		eb, err := r.entries(b)
+		if err != nil {
+			return false, err
+		}
+		for i := range ea {
+			if ea[i].Key != eb[i].Key {
+				return false, nil
+			}
+			eq, err := r.equalJSON(Value{ea[i].Val}, Value{eb[i].Val})
+			if err != nil || !eq {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	return false, nil // strings, booleans and null are equal only when their encodings are
+}
+
+type kv struct{ Key, Val string }
+
+// entries lists a container's members or elements.
+func (r *reader) entries(v Value) ([]kv, error) {
+	out := make([]kv, 0, v.Len())
+	err := r.each(v, 0, func(k, val string) error {
+		out = append(out, kv{k, val})
+		return nil
+	})
+	return out, err
+}
+
+var _ = errors.Is

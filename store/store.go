@@ -1,0 +1,78 @@
+// Package store holds Strata's storage interfaces and their implementations.
+//
+// A node store keeps immutable, content-addressed nodes: the address of a node is the SHA-256 of its canonical,
+// uncompressed bytes, so a node is written once and never changes. Implementations compress what they keep; callers
+// always see the canonical bytes.
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// Hash is the address of a node: the SHA-256 of its canonical bytes.
+type Hash [32]byte
+
+// HashOf returns the address of canonical node bytes.
+func HashOf(b []byte) Hash { return sha256.Sum256(b) }
+
+// String returns the hash in lower-case hex.
+func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+
+// Short returns the first 12 hex digits, for messages.
+func (h Hash) Short() string { return hex.EncodeToString(h[:6]) }
+
+// Node is one canonical node and its address.
+type Node struct {
+	Hash Hash
+	Data []byte // canonical, uncompressed bytes; HashOf(Data) == Hash
+}
+
+// PutStats says what a Put added to storage: nodes that were already present are not counted.
+type PutStats struct {
+	Nodes       int   // nodes newly written
+	RawBytes    int64 // their canonical (uncompressed) size
+	StoredBytes int64 // what they occupy as stored (compressed, with the codec byte)
+}
+
+// Add accumulates another PutStats.
+func (s *PutStats) Add(o PutStats) {
+	s.Nodes += o.Nodes
+	s.RawBytes += o.RawBytes
+	s.StoredBytes += o.StoredBytes
+}
+
+// NodeReader reads nodes by address.
+type NodeReader interface {
+	// GetNodes returns the canonical bytes of each node, in the order asked. The returned slices are owned by the
+	// caller and stay valid forever. A missing node is an error wrapping ErrNodeMissing.
+	GetNodes(ctx context.Context, hashes []Hash) ([][]byte, error)
+}
+
+// NodeWriter writes nodes.
+type NodeWriter interface {
+	// PutNodes stores each node that is not already present (put-if-absent) and reports what was added.
+	PutNodes(ctx context.Context, nodes []Node) (PutStats, error)
+}
+
+// NodeStore is an immutable, content-addressed node store.
+type NodeStore interface {
+	NodeReader
+	NodeWriter
+}
+
+// ErrNodeMissing is returned when a node that a tree refers to is not in the store: the store is damaged, or a
+// caller used a root from another store.
+var ErrNodeMissing = errors.New("node missing from store")
+
+// ErrCorruptNode is returned when stored bytes do not decompress, or do not hash to their address.
+var ErrCorruptNode = errors.New("stored node is corrupt")
+
+// MissingError names the node that was not found.
+type MissingError struct{ Hash Hash }
+
+func (e *MissingError) Error() string { return fmt.Sprintf("node %s missing from store", e.Hash.Short()) }
+func (e *MissingError) Unwrap() error { return ErrNodeMissing }
