@@ -191,16 +191,19 @@ func (tb *tokenBuilder) sortMembers(f *frame) error {
 	}
 	for i := 1; i < len(offs); i++ {
 		if k := keyAt(offs[i]); k == keyAt(offs[i-1]) {
-			return &JSONError{Path: tb.path().String(), Msg: fmt.Sprintf("duplicate key %q: an object may name each member only once", k)}
+			return &JSONError{Path: tb.pathOf(tb.depth).String(), Msg: fmt.Sprintf("duplicate key %q: an object may name each member only once", k)}
 		}
 	}
 	return nil
 }
 
 // path is the pointer of the innermost open container, for error messages.
-func (tb *tokenBuilder) path() Pointer {
+func (tb *tokenBuilder) path() Pointer { return tb.pathOf(tb.depth - 1) }
+
+// pathOf is the pointer of the container whose ancestors are the first n open frames.
+func (tb *tokenBuilder) pathOf(n int) Pointer {
 	p := Pointer{}
-	for i := 0; i < tb.depth-1; i++ {
+	for i := 0; i < n; i++ {
 		f := &tb.stack[i]
 		if f.obj {
 			o := f.offs[len(f.offs)-1]
