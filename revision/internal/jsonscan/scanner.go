@@ -87,9 +87,9 @@ func (e *SyntaxError) Error() string {
 }
 
 const (
-	// DefaultMaxDepth is the nesting limit used when New or NewBytes is
+	// defaultMaxDepth is the nesting limit used when New or NewBytes is
 	// given maxDepth <= 0.
-	DefaultMaxDepth = 512
+	defaultMaxDepth = 512
 
 	// defaultBufSize is the initial size of the read buffer of a streaming
 	// scanner. The buffer only grows when a single token does not fit.
@@ -178,7 +178,7 @@ func NewBytes(b []byte, maxDepth int) *Scanner {
 
 func (s *Scanner) init(maxDepth int) {
 	if maxDepth <= 0 {
-		maxDepth = DefaultMaxDepth
+		maxDepth = defaultMaxDepth
 	}
 	s.maxDepth = maxDepth
 	s.stack = make([]bool, 0, min(maxDepth, 32))
@@ -316,10 +316,26 @@ func (s *Scanner) Next() (Kind, []byte, error) {
 		case '[':
 			return s.push(false)
 		case 't':
+			// Comparing with a constant compiles to a single load and compare.
+			if s.end-i >= 4 && string(s.buf[i:i+4]) == "true" {
+				s.pos = i + 4
+				s.afterValue()
+				return True, nil, nil
+			}
 			return s.literal("true", True)
 		case 'f':
+			if s.end-i >= 5 && string(s.buf[i:i+5]) == "false" {
+				s.pos = i + 5
+				s.afterValue()
+				return False, nil, nil
+			}
 			return s.literal("false", False)
 		case 'n':
+			if s.end-i >= 4 && string(s.buf[i:i+4]) == "null" {
+				s.pos = i + 4
+				s.afterValue()
+				return Null, nil, nil
+			}
 			return s.literal("null", Null)
 		}
 		if c == '-' || c-'0' <= 9 {
@@ -441,7 +457,19 @@ func (s *Scanner) literal(lit string, k Kind) (Kind, []byte, error) {
 // run of bytes that can occur in numbers, then checks it against the
 // grammar; whatever follows the run is left to the caller's grammar state.
 func (s *Scanner) number() (Kind, []byte, error) {
-	i := s.pos
+	// Fast path: a non-negative integer without leading zeros that ends
+	// inside the buffer.
+	buf, i := s.buf[:s.end], s.pos
+	j := i
+	for j < len(buf) && isDigit(buf[j]) {
+		j++
+	}
+	if j < len(buf) && !numChar[buf[j]] && j > i && (buf[i] != '0' || j == i+1) {
+		s.pos = j
+		s.afterValue()
+		return Number, buf[i:j], nil
+	}
+
 	for {
 		buf := s.buf[:s.end]
 		for i < len(buf) && numChar[buf[i]] {
