@@ -147,16 +147,17 @@ func (d *differ) diff(p Pointer, a, b Value) error {
 	if ka != kb || (ka != Object && ka != Array) {
 		return d.replace(p, a, b)
 	}
-	if !a.IsTree() && !b.IsTree() {
-		return d.small(p, a, b)
-	}
 	if ka == Object {
 		return d.object(p, a, b)
+	}
+	if !a.IsTree() && !b.IsTree() {
+		return d.small(p, a, b)
 	}
 	return d.array(p, a, b)
 }
 
-// small diffs two inline containers (at most 1 KiB each) with jsondiff, which finds moves and copies too.
+// small diffs two inline arrays (at most 1 KiB each) with jsondiff, which finds moved and copied elements too.
+// Objects of any size go through members: renames are found there, and it is several times faster.
 func (d *differ) small(p Pointer, a, b Value) error {
 	x, err := d.r.materializeExact(a.enc)
 	if err != nil {
@@ -615,35 +616,41 @@ func (d *differ) expandTop(q []item) ([]item, error) {
 	return out, nil
 }
 
-func identity(it item) string {
-	if it.isEntry {
-		return "e" + it.val
-	}
-	return "c" + string(it.child.Hash[:])
-}
-
 // anchorsOf returns index pairs (in qa, in qb) of pieces unique on both sides, forming the longest increasing
 // sequence (patience alignment).
 func anchorsOf(qa, qb []item) [][2]int {
 	type seen struct{ a, b, na, nb int }
-	m := map[string]*seen{}
-	for i, it := range qa {
-		k := identity(it)
-		s := m[k]
-		if s == nil {
-			s = &seen{}
-			m[k] = s
+	children := map[[32]byte]*seen{}
+	entries := map[string]*seen{}
+	lookup := func(it item, create bool) *seen {
+		var s *seen
+		if it.isEntry {
+			s = entries[it.val]
+		} else {
+			s = children[it.child.Hash]
 		}
+		if s == nil && create {
+			s = &seen{}
+			if it.isEntry {
+				entries[it.val] = s
+			} else {
+				children[it.child.Hash] = s
+			}
+		}
+		return s
+	}
+	for i, it := range qa {
+		s := lookup(it, true)
 		s.a, s.na = i, s.na+1
 	}
 	var pairs [][2]int
 	for j, it := range qb {
-		if s := m[identity(it)]; s != nil {
+		if s := lookup(it, false); s != nil {
 			s.b, s.nb = j, s.nb+1
 		}
 	}
 	for j, it := range qb {
-		if s := m[identity(it)]; s != nil && s.na == 1 && s.nb == 1 && s.b == j {
+		if s := lookup(it, false); s != nil && s.na == 1 && s.nb == 1 && s.b == j {
 			pairs = append(pairs, [2]int{s.a, j})
 		}
 	}
