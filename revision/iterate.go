@@ -1,7 +1,10 @@
 package revision
 
 import (
+	"fmt"
+
 	"github.com/strata-db/strata/revision/internal/codec"
+	"github.com/strata-db/strata/store"
 )
 
 // errStop ends an iteration early without error.
@@ -15,25 +18,43 @@ var errStop error = stopIteration{}
 // before from are skipped by their counts, without reading their nodes. fn may return errStop.
 func (r *reader) each(v Value, from uint64, fn func(key, val string) error) error {
 	if !v.IsTree() {
-		es, err := inlineEntries(v)
-		if err != nil {
-			return err
-		}
-		if from >= uint64(len(es)) {
-			return nil
-		}
-		for _, e := range es[from:] {
-			if err := fn(e.Key, e.Val); err != nil {
-				return ignoreStop(err)
-			}
-		}
-		return nil
+		return ignoreStop(eachInline(v.enc, from, fn))
 	}
 	n, err := r.root(v)
 	if err != nil {
 		return err
 	}
 	return ignoreStop(r.eachNode(n, from, fn))
+}
+
+// eachInline walks the entries of an inline container straight from its encoding, without allocating.
+func eachInline(enc string, from uint64, fn func(key, val string) error) error {
+	r := codec.Reader{S: enc, I: 1}
+	obj := enc[0] == codec.TagObj
+	n := r.Uvarint()
+	for i := uint64(0); i < n && !r.Bad; i++ {
+		var key string
+		if obj {
+			key = r.Str(r.Uvarint())
+		}
+		start := r.I
+		end, err := codec.SkipValue(enc, start)
+		if err != nil {
+			r.Bad = true
+			break
+		}
+		r.I = end
+		if i < from {
+			continue
+		}
+		if err := fn(key, enc[start:end]); err != nil {
+			return err
+		}
+	}
+	if r.Bad {
+		return fmt.Errorf("%w: malformed inline container", store.ErrCorruptNode)
+	}
+	return nil
 }
 
 func ignoreStop(err error) error {
