@@ -197,7 +197,7 @@ func (b *builder) onCut(i int, c codec.Child, raw string) error {
 }
 
 func (b *builder) addEntry(key, val string) error { return b.levels[0].addEntry(key, val) }
-func (b *builder) addChild(c codec.Child) error  { return b.levels[0].addChild(c) }
+func (b *builder) addChild(c codec.Child) error   { return b.levels[0].addChild(c) }
 
 // finish closes every level and returns the tree as a value: inline when it is one small leaf, else a reference to
 // the root node (which it emits).

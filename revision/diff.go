@@ -150,7 +150,7 @@ func (d *differ) diff(p Pointer, a, b Value) error {
 	if ka == Object {
 		return d.object(p, a, b)
 	}
-	if !a.IsTree() && !b.IsTree() {
+	if isSmall(a) && isSmall(b) {
 		return d.small(p, a, b)
 	}
 	return d.array(p, a, b)
@@ -203,6 +203,16 @@ func (d *differ) small(p Pointer, a, b Value) error {
 		}
 	}
 	return nil
+}
+
+// isSmall reports whether v is held entirely inline: no subtree of it lives in nodes of its own.
+func isSmall(v Value) bool {
+	if v.IsTree() {
+		return false
+	}
+	small := true
+	_ = codec.WalkRefs(v.enc, func(codec.Ref) error { small = false; return errStop })
+	return small
 }
 
 // marshalExact writes a value from materializeExact back as JSON, numbers as their exact text.

@@ -109,3 +109,23 @@ func TestDiffShapes(t *testing.T) {
 		t.Fatalf("MaxOps: truncated=%v ops=%d err=%v", d.Truncated, len(d.Operations), err)
 	}
 }
+
+// A small container that refers to large subtrees must be diffed by walking them, not by materialising them.
+func TestDiffSmallContainerOverLargeSubtrees(t *testing.T) {
+	f, _ := newForest(t)
+	big := string(userDoc(20000))
+	a := mustImport(t, f, `[`+big+`,`+big+`]`)
+	b := mustPatch(t, f, a, `[{"op":"replace","path":"/1/19999/score","value":0}]`)
+	if a.IsTree() {
+		t.Fatal("the outer array should be inline")
+	}
+	d := checkDiffRoundTrip(t, f, a, b)
+	if len(d.Operations) != 1 || d.Operations[0].Path != "/1/19999/score" || d.Visited > 12 {
+		t.Fatalf("visited %d: %s", d.Visited, opsString(d))
+	}
+	o := mustImport(t, f, `{"x":`+big+`,"y":1}`)
+	o2 := mustPatch(t, f, o, `[{"op":"replace","path":"/x/5/name","value":"n"}]`)
+	if d := checkDiffRoundTrip(t, f, o, o2); len(d.Operations) != 1 || d.Visited > 12 {
+		t.Fatalf("visited %d: %s", d.Visited, opsString(d))
+	}
+}

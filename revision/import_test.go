@@ -58,11 +58,11 @@ func TestImportLargeValues(t *testing.T) {
 func TestImportRefusesBadJSON(t *testing.T) {
 	f, ms := newForest(t)
 	cases := map[string]string{
-		`{"a":1,"a":2}`:                  `duplicate key "a"`,
-		`{"x":[{"k":1,"k":1}]}`:          `in "/x/0"`,
-		"\"\xff\"":                       "UTF-8",
-		`[1,2`:                           "end of input",
-		`{"a":1}{"b":2}`:                 "after the top-level value",
+		`{"a":1,"a":2}`:         `duplicate key "a"`,
+		`{"x":[{"k":1,"k":1}]}`: `in "/x/0"`,
+		"\"\xff\"":              "UTF-8",
+		`[1,2`:                  "end of input",
+		`{"a":1}{"b":2}`:        "after the top-level value",
 		strings.Repeat("[", 513) + "1" + strings.Repeat("]", 513): "512",
 		`01`:  "JSON",
 		``:    "empty",

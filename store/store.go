@@ -74,5 +74,7 @@ var ErrCorruptNode = errors.New("stored node is corrupt")
 // MissingError names the node that was not found.
 type MissingError struct{ Hash Hash }
 
-func (e *MissingError) Error() string { return fmt.Sprintf("node %s missing from store", e.Hash.Short()) }
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("node %s missing from store", e.Hash.Short())
+}
 func (e *MissingError) Unwrap() error { return ErrNodeMissing }
