@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// devVersion is the version of a build from a checkout.
+const devVersion = "0.1.0-dev"
+
+// version is the release version. Release builds set it with -ldflags "-X main.version=v1.2.3"; the version of a
+// `go install …@v1.2.3` is read from the build information.
+var version = devVersion
+
+type versionOptions struct {
+	json bool
+}
+
+type versionInfo struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
+	Go      string `json:"go"`
+	OS      string `json:"os"`
+	Arch    string `json:"arch"`
+}
+
+func newVersionCommand(_ *globalOptions) *cobra.Command {
+	o := &versionOptions{}
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of strata",
+		Args:  cobra.NoArgs,
+		RunE: action(func(cmd *cobra.Command, _ []string) error {
+			return printVersion(cmd.OutOrStdout(), o)
+		}),
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	return cmd
+}
+
+func currentVersion() versionInfo {
+	v := versionInfo{Version: version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if m := bi.Main.Version; m != "" && m != "(devel)" && version == devVersion {
+			v.Version = m
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				v.Commit = s.Value
+			}
+		}
+	}
+	return v
+}
+
+func printVersion(w io.Writer, o *versionOptions) error {
+	v := currentVersion()
+	if o.json {
+		return writeJSON(w, v)
+	}
+	commit := ""
+	if v.Commit != "" {
+		commit = " " + v.Commit[:min(12, len(v.Commit))]
+	}
+	_, err := fmt.Fprintf(w, "strata %s%s (%s %s/%s)\n", v.Version, commit, v.Go, v.OS, v.Arch)
+	return err
+}
+
+// writeJSON writes v as indented JSON, the --json output of every command.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
