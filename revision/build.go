@@ -335,9 +335,18 @@ func (f *Forest) ImportBytes(ctx context.Context, data []byte) (Value, Stats, er
 	return f.Import(ctx, bytes.NewReader(data))
 }
 
-// parse builds a value inside a write: its nodes join the write's overlay.
-func (t *txn) parse(data []byte) (Value, error) {
-	return scanInto(t.ctx, jsonscan.NewBytes(data, MaxDepth), newTokenBuilder(t.emit))
+// parseDepth builds a value inside a write, nesting at most maxDepth deep: its nodes join the write's overlay.
+func (t *txn) parseDepth(data []byte, maxDepth int) (Value, error) {
+	if maxDepth <= 0 {
+		// Only a scalar fits; the scanner's own limit (0 means its default) cannot say that.
+		maxDepth = 1
+		v, err := scanInto(t.ctx, jsonscan.NewBytes(data, maxDepth), newTokenBuilder(t.emit))
+		if err == nil && (v.Kind() == Object || v.Kind() == Array) {
+			return Value{}, &JSONError{Msg: "nesting deeper than the document allows"}
+		}
+		return v, err
+	}
+	return scanInto(t.ctx, jsonscan.NewBytes(data, maxDepth), newTokenBuilder(t.emit))
 }
 
 // batchWriter sends nodes to the store in batches.

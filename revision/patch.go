@@ -2,11 +2,11 @@ package revision
 
 import (
 	"context"
+	"strings"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 
 	"github.com/strata-db/strata/revision/internal/jsonscan"
 	"github.com/strata-db/strata/store"
@@ -176,7 +176,7 @@ func (t *txn) applyOp(root Value, op Operation) (Value, error) {
 	}
 	var val Value
 	if op.HasValue && op.Op != "remove" && op.Op != "move" && op.Op != "copy" {
-		if val, err = t.parse(op.Value); err != nil {
+		if val, err = t.parseAt(op.Value, len(ptr)); err != nil {
 			return Value{}, err
 		}
 	}
@@ -216,6 +216,11 @@ func (t *txn) applyOp(root Value, op Operation) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
+		if len(ptr) > len(from) {
+			if err := t.checkDepth(v, len(ptr), op.Path); err != nil {
+				return Value{}, err
+			}
+		}
 		if op.Op == "move" {
 			if from.IsPrefixOf(ptr) {
 				if len(from) == len(ptr) {
@@ -230,6 +235,51 @@ func (t *txn) applyOp(root Value, op Operation) (Value, error) {
 		return t.put(root, ptr, editAdd, v)
 	}
 	return Value{}, fmt.Errorf("%w: unknown op %q", ErrInvalidPatch, op.Op)
+}
+
+// parseAt parses a value that will sit k levels deep, so that the document stays within MaxDepth.
+func (t *txn) parseAt(data []byte, k int) (Value, error) {
+	v, err := t.parseDepth(data, MaxDepth-k)
+	if err != nil && k > 0 && errors.Is(err, ErrInvalidJSON) && strings.Contains(err.Error(), "nesting") {
+		return Value{}, fmt.Errorf("%w: the value would nest deeper than %d levels at %d levels down", ErrLimit, MaxDepth, k)
+	}
+	return v, err
+}
+
+// checkDepth refuses to place v k levels deep if the document would then nest deeper than MaxDepth.
+func (t *txn) checkDepth(v Value, k int, path string) error {
+	ok, err := t.depthAtMost(v.enc, MaxDepth-k)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: placing this value at %q would nest the document deeper than %d levels", ErrLimit, path, MaxDepth)
+	}
+	return nil
+}
+
+// depthAtMost reports whether the containers in v nest at most limit deep. It stops as soon as they do not.
+func (r *reader) depthAtMost(enc string, limit int) (bool, error) {
+	k := Value{enc}.Kind()
+	if k != Object && k != Array {
+		return true, nil
+	}
+	if limit <= 0 {
+		return false, nil
+	}
+	ok := true
+	err := r.each(Value{enc}, 0, func(_, val string) error {
+		sub, err := r.depthAtMost(val, limit-1)
+		if err != nil {
+			return err
+		}
+		if !sub {
+			ok = false
+			return errStop
+		}
+		return nil
+	})
+	return ok, err
 }
 
 func (t *txn) put(root Value, ptr Pointer, kind editKind, val Value) (Value, error) {
@@ -251,10 +301,11 @@ func (r *reader) equalJSON(a, b Value) (bool, error) {
 	}
 	switch a.Kind() {
 	case Number:
-		x, ok1 := new(big.Rat).SetString(a.NumberText())
-		y, ok2 := new(big.Rat).SetString(b.NumberText())
-		return ok1 && ok2 && x.Cmp(y) == 0, nil
+		return numbersEqual(a.NumberText(), b.NumberText()), nil
 	case Object, Array:
+		if err := r.ctx.Err(); err != nil {
+			return false, err
+		}
 		if a.Len() != b.Len() {
 			return false, nil
 		}
