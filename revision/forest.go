@@ -112,3 +112,28 @@ func (r *reader) nodes(children []codec.Child) ([]*codec.Node, error) {
 	}
 	return out, nil
 }
+
+// WithStore returns a forest over another node store that shares this forest's cache. Use it for a view that adds
+// pending nodes in front of the real store: content addressing makes sharing the cache safe.
+func (f *Forest) WithStore(ns store.NodeStore) *Forest { return &Forest{ns: ns, cache: f.cache} }
+
+// ChangedMembers lists, in key order, the members of two objects whose values differ (added, removed or changed),
+// skipping subtrees whose hashes are equal. Either value may be the zero Value, meaning an empty object.
+func (f *Forest) ChangedMembers(ctx context.Context, a, b Value) ([]string, error) {
+	if !a.IsValid() {
+		a = emptyContainer(codec.NodeObjLeaf)
+	}
+	if !b.IsValid() {
+		b = emptyContainer(codec.NodeObjLeaf)
+	}
+	if a.Kind() != Object || b.Kind() != Object {
+		return nil, fmt.Errorf("%w: ChangedMembers compares objects, not %s and %s", ErrInvalidPath, a.Kind(), b.Kind())
+	}
+	d := &differ{r: f.reader(ctx), res: &DiffResult{}, visited: map[[32]byte]bool{}}
+	var out []string
+	err := d.members(a, b, func(key, _, _ string) error { out = append(out, key); return nil })
+	return out, err
+}
+
+// EmptyObject is the value {}.
+var EmptyObject = emptyContainer(codec.NodeObjLeaf)

@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/strata-db/strata/revision/internal/codec"
@@ -136,4 +137,12 @@ func (r *reader) eachFrag(n *codec.Node, fn func(string)) error {
 		}
 	}
 	return nil
+}
+
+// Members calls fn for each member of an object (in key order) or element of an array, reading nodes in batches.
+func (f *Forest) Members(ctx context.Context, v Value, fn func(key string, v Value) error) error {
+	if k := v.Kind(); k != Object && k != Array {
+		return fmt.Errorf("%w: %s has no members", ErrInvalidPath, k)
+	}
+	return f.reader(ctx).each(v, 0, func(key, val string) error { return fn(key, Value{val}) })
 }

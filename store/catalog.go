@@ -112,3 +112,25 @@ type LabelRecord struct {
 
 // ErrNotFound is returned for a catalog entry that does not exist.
 var ErrNotFound = errors.New("not found")
+
+// OutOfOrderError is returned when a revision is added with a number that is not the next one.
+type OutOfOrderError struct{ Got, Last uint64 }
+
+func (e *OutOfOrderError) Error() string {
+	return "revision " + itoa(e.Got) + " added after revision " + itoa(e.Last) + ": revisions must be consecutive"
+}
+
+func errOutOfOrder(got, last uint64) error { return &OutOfOrderError{got, last} }
+
+func itoa(n uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}

@@ -54,6 +54,13 @@ func (m *Mem) PutNodes(ctx context.Context, nodes []Node) (PutStats, error) {
 	return st, nil
 }
 
+func (m *Mem) has(h Hash) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.nodes[h]
+	return ok
+}
+
 // Len returns the number of nodes held.
 func (m *Mem) Len() int {
 	m.mu.RLock()

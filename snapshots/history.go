@@ -1,0 +1,340 @@
+package snapshots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/store"
+)
+
+// maxScan bounds how many revisions one history call examines; past it the call returns a cursor to continue.
+const maxScan = 10_000
+
+// HistoryQuery selects revisions of a branch, newest first, following first parents.
+type HistoryQuery struct {
+	Branch   string           // default main
+	Resource string           // only revisions that changed this resource
+	Path     revision.Pointer // with Resource: only revisions that changed the value at this path
+	Limit    int              // default 50
+	Before   uint64           // continue below this revision (a cursor from a previous page)
+}
+
+// HistoryPage is one page of history.
+type HistoryPage struct {
+	Revisions []store.RevisionRecord
+	Next      uint64 // the Before of the next page; 0 at the end
+}
+
+// History lists revisions newest first. A resource filter uses each revision's record of touched resources, so it
+// never diffs the database; a path filter then compares the value at the path with the parent's (by hash).
+func (db *DB) History(ctx context.Context, q HistoryQuery) (*HistoryPage, error) {
+	page := &HistoryPage{Revisions: []store.RevisionRecord{}}
+	err := db.walk(ctx, q.Branch, q.Before, func(rec, parent store.RevisionRecord, hasParent bool) (bool, error) {
+		if len(page.Revisions) >= limitOr(q.Limit) {
+			page.Next = rec.Number + 1
+			return false, nil
+		}
+		ok, _, _, err := db.touches(ctx, rec, parent, hasParent, q.Resource, q.Path)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			page.Revisions = append(page.Revisions, rec)
+		}
+		return true, nil
+	})
+	if page.Next == 0 && len(page.Revisions) > 0 && err == errScanLimit {
+		page.Next = page.Revisions[len(page.Revisions)-1].Number
+		err = nil
+	}
+	return page, err
+}
+
+func limitOr(n int) int {
+	if n <= 0 {
+		return 50
+	}
+	return n
+}
+
+var errScanLimit = errors.New("scan limit")
+
+// walk visits the first-parent chain of a branch from its head (or from below a cursor), newest first.
+func (db *DB) walk(ctx context.Context, branch string, before uint64, fn func(rec, parent store.RevisionRecord, hasParent bool) (bool, error)) error {
+	if branch == "" {
+		branch = Main
+	}
+	return db.be.View(ctx, func(c store.CatalogReader) error {
+		b, err := c.Branch(branch)
+		if err != nil {
+			return notFoundRef(c, "branch", branch, err)
+		}
+		n := b.Head
+		rec, err := c.Revision(n)
+		if err != nil {
+			return err
+		}
+		// With a cursor, walk from the head down to it first (cheap: records only).
+		for before != 0 && rec.Number >= before {
+			if len(rec.Parents) == 0 {
+				return nil
+			}
+			if rec, err = c.Revision(rec.Parents[0]); err != nil {
+				return err
+			}
+		}
+		for scanned := 0; ; scanned++ {
+			if scanned == maxScan {
+				return errScanLimit
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var parent store.RevisionRecord
+			has := len(rec.Parents) > 0
+			if has {
+				if parent, err = c.Revision(rec.Parents[0]); err != nil {
+					return err
+				}
+			}
+			more, err := fn(rec, parent, has)
+			if err != nil || !more || !has {
+				return err
+			}
+			rec = parent
+		}
+	})
+}
+
+// touches reports whether a revision changed a resource (or the value at a path in it), with the values before and
+// after.
+func (db *DB) touches(ctx context.Context, rec, parent store.RevisionRecord, hasParent bool, resource string, path revision.Pointer) (bool, revision.Value, revision.Value, error) {
+	if resource == "" {
+		return true, revision.Value{}, revision.Value{}, nil
+	}
+	found := false
+	for _, r := range rec.Resources {
+		found = found || r == resource
+	}
+	if !found {
+		return false, revision.Value{}, revision.Value{}, nil
+	}
+	full := append(revision.Pointer{resource}, path...)
+	after, err := db.valueAt(ctx, rec, full)
+	if err != nil {
+		return false, after, after, err
+	}
+	var before revision.Value
+	if hasParent {
+		if before, err = db.valueAt(ctx, parent, full); err != nil {
+			return false, before, after, err
+		}
+	}
+	return before != after, before, after, nil
+}
+
+// valueAt is the value at a pointer in a revision, or the zero Value where there is none.
+func (db *DB) valueAt(ctx context.Context, rec store.RevisionRecord, p revision.Pointer) (revision.Value, error) {
+	root, err := revision.ValueFromEncoding(string(rec.Root))
+	if err != nil {
+		return revision.Value{}, err
+	}
+	v, err := db.forest.Get(ctx, root, p)
+	if errors.Is(err, revision.ErrNotFound) || errors.Is(err, revision.ErrInvalidPath) {
+		return revision.Value{}, nil
+	}
+	return v, err
+}
+
+// PathChange is one revision that changed the value at a path ("blame" for one value). Before or After is the zero
+// Value where the path did not exist.
+type PathChange struct {
+	Rev    store.RevisionRecord
+	Before revision.Value
+	After  revision.Value
+}
+
+// PathHistory lists, newest first, the revisions of a branch where the value at a path inside a resource changed.
+func (db *DB) PathHistory(ctx context.Context, branch, resource string, path revision.Pointer, limit int, before uint64) ([]PathChange, uint64, error) {
+	if err := ValidResourceName(resource); err != nil {
+		return nil, 0, err
+	}
+	out := []PathChange{}
+	var next uint64
+	err := db.walk(ctx, branch, before, func(rec, parent store.RevisionRecord, has bool) (bool, error) {
+		if len(out) >= limitOr(limit) {
+			next = rec.Number + 1
+			return false, nil
+		}
+		ok, b, a, err := db.touches(ctx, rec, parent, has, resource, path)
+		if ok {
+			out = append(out, PathChange{Rev: rec, Before: b, After: a})
+		}
+		return err == nil, err
+	})
+	if err == errScanLimit {
+		err = nil
+		if len(out) > 0 {
+			next = out[len(out)-1].Rev.Number
+		}
+	}
+	return out, next, err
+}
+
+// RevisionDetail is a revision with a summary of what it changed against its first parent.
+type RevisionDetail struct {
+	Rev  store.RevisionRecord
+	Diff *revision.DiffResult
+}
+
+// ShowRevision returns a revision and the first maxOps operations of its change.
+func (db *DB) ShowRevision(ctx context.Context, n uint64, maxOps int) (*RevisionDetail, error) {
+	st, err := db.Resolve(ctx, Ref{Revision: n})
+	if err != nil {
+		return nil, err
+	}
+	before := revision.EmptyObject
+	if len(st.Rev.Parents) > 0 {
+		p, err := db.Resolve(ctx, Ref{Revision: st.Rev.Parents[0]})
+		if err != nil {
+			return nil, err
+		}
+		before = p.Root
+	}
+	d, err := db.forest.Diff(ctx, before, st.Root, &revision.DiffOptions{MaxOps: maxOps})
+	if err != nil {
+		return nil, err
+	}
+	return &RevisionDetail{Rev: st.Rev, Diff: d}, nil
+}
+
+// Diff compares two states, optionally inside one resource (and a path in it).
+func (db *DB) Diff(ctx context.Context, from, to Ref, resource string, path revision.Pointer, opts *revision.DiffOptions) (*revision.DiffResult, State, State, error) {
+	a, err := db.Resolve(ctx, from)
+	if err != nil {
+		return nil, a, State{}, err
+	}
+	b, err := db.Resolve(ctx, to)
+	if err != nil {
+		return nil, a, b, err
+	}
+	va, vb := a.Root, b.Root
+	if resource != "" {
+		p := append(revision.Pointer{resource}, path...)
+		if va, err = db.valueAt(ctx, a.Rev, p); err != nil {
+			return nil, a, b, err
+		}
+		if vb, err = db.valueAt(ctx, b.Rev, p); err != nil {
+			return nil, a, b, err
+		}
+		if !va.IsValid() && !vb.IsValid() {
+			return nil, a, b, &NotFoundError{What: "resource", Name: resource + path.String(), Hint: fmt.Sprintf("absent in both revision %d and revision %d", a.Rev.Number, b.Rev.Number)}
+		}
+		if !va.IsValid() {
+			va = revision.NullValue
+		}
+		if !vb.IsValid() {
+			vb = revision.NullValue
+		}
+	}
+	d, err := db.forest.Diff(ctx, va, vb, opts)
+	return d, a, b, err
+}
+
+// PromoteResult says how a branch was promoted.
+type PromoteResult struct {
+	*Result
+	FastForward bool
+	Conflicts   []revision.Conflict
+}
+
+// Promote brings a branch's changes into another (default main): a fast-forward when the target has not moved since
+// the branch left it (its head simply moves), else a three-way merge by path as a new revision with two parents.
+// Conflicting paths are reported and nothing is written.
+func (db *DB) Promote(ctx context.Context, branch, into string, w WriteOptions) (*PromoteResult, error) {
+	if into == "" {
+		into = Main
+	}
+	if branch == into {
+		return nil, invalid("cannot promote branch %s into itself", branch)
+	}
+	src, err := db.Resolve(ctx, Ref{Branch: branch})
+	if err != nil {
+		return nil, err
+	}
+	w.Branch = into
+	var conflicts []revision.Conflict
+	ff := false
+	res, err := db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
+		base, err := db.mergeBase(ctx, head.Rev.Number, src.Rev.Number)
+		if err != nil {
+			return nil, nil, err
+		}
+		if base == src.Rev.Number {
+			return &revision.Change{Root: head.Root}, nil, nil // nothing to bring
+		}
+		if base == head.Rev.Number {
+			ff = true
+			return &revision.Change{Root: src.Root}, []uint64{src.Rev.Number}, nil
+		}
+		bs, err := db.Resolve(ctx, Ref{Revision: base})
+		if err != nil {
+			return nil, nil, err
+		}
+		c, cs, err := f.Merge(ctx, bs.Root, head.Root, src.Root)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(cs) > 0 {
+			conflicts = cs
+			return nil, nil, &ConflictError{Msg: fmt.Sprintf("promoting %s into %s conflicts at %d path(s), first %s; nothing was written", branch, into, len(cs), cs[0])}
+		}
+		return c, []uint64{src.Rev.Number}, nil
+	})
+	if err != nil {
+		return &PromoteResult{Conflicts: conflicts}, err
+	}
+	return &PromoteResult{Result: res, FastForward: ff}, nil
+}
+
+// mergeBase returns the newest common ancestor of two revisions (revision numbers grow along history).
+func (db *DB) mergeBase(ctx context.Context, a, b uint64) (uint64, error) {
+	var base uint64
+	err := db.be.View(ctx, func(c store.CatalogReader) error {
+		ancestors := func(n uint64) (map[uint64]bool, error) {
+			seen := map[uint64]bool{}
+			stack := []uint64{n}
+			for len(stack) > 0 {
+				x := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				if seen[x] {
+					continue
+				}
+				seen[x] = true
+				rec, err := c.Revision(x)
+				if err != nil {
+					return nil, err
+				}
+				stack = append(stack, rec.Parents...)
+			}
+			return seen, nil
+		}
+		sa, err := ancestors(a)
+		if err != nil {
+			return err
+		}
+		sb, err := ancestors(b)
+		if err != nil {
+			return err
+		}
+		for x := range sa {
+			if sb[x] && x > base {
+				base = x
+			}
+		}
+		return nil
+	})
+	return base, err
+}

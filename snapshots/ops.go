@@ -1,0 +1,259 @@
+package snapshots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/store"
+)
+
+// Put creates or replaces a whole resource with a JSON document.
+func (db *DB) Put(ctx context.Context, resource string, value []byte, w WriteOptions) (*Result, error) {
+	if err := ValidResourceName(resource); err != nil {
+		return nil, err
+	}
+	return db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
+		c, err := f.Patch(ctx, head.Root, []revision.Operation{{Op: "add", Path: revision.Pointer{resource}.String(), Value: value, HasValue: true}})
+		return c, nil, err
+	})
+}
+
+// Patch applies RFC 6902 operations, with paths inside the resource, as one revision: all or nothing.
+func (db *DB) Patch(ctx context.Context, resource string, ops []revision.Operation, w WriteOptions) (*Result, error) {
+	if err := ValidResourceName(resource); err != nil {
+		return nil, err
+	}
+	prefix := revision.Pointer{resource}.String()
+	scoped := make([]revision.Operation, len(ops))
+	for i, op := range ops {
+		if op.Path != "" && op.Path[0] != '/' {
+			return nil, &revision.PatchError{Index: i, Op: op.Op, Err: fmt.Errorf("%w: path %q must be empty or start with \"/\"", revision.ErrInvalidPath, op.Path)}
+		}
+		op.Path = prefix + op.Path
+		if op.Op == "move" || op.Op == "copy" {
+			if op.From != "" && op.From[0] != '/' {
+				return nil, &revision.PatchError{Index: i, Op: op.Op, Err: fmt.Errorf("%w: from %q must be empty or start with \"/\"", revision.ErrInvalidPath, op.From)}
+			}
+			op.From = prefix + op.From
+		}
+		scoped[i] = op
+	}
+	return db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
+		if _, err := db.resourceIn(ctx, f, head, resource); err != nil {
+			return nil, nil, err
+		}
+		c, err := f.Patch(ctx, head.Root, scoped)
+		return c, nil, unscope(err, prefix)
+	})
+}
+
+// unscope rewrites errors about root paths ("/res/a") into paths inside the resource ("/a").
+func unscope(err error, prefix string) error {
+	var pe *revision.PathError
+	if errors.As(err, &pe) && len(pe.Path) >= len(prefix) && pe.Path[:len(prefix)] == prefix {
+		cp := *pe
+		cp.Path = pe.Path[len(prefix):]
+		if len(cp.At) >= len(prefix) {
+			cp.At = cp.At[len(prefix):]
+		}
+		var pt *revision.PatchError
+		if errors.As(err, &pt) {
+			return &revision.PatchError{Index: pt.Index, Op: pt.Op, Err: &cp}
+		}
+		return &cp
+	}
+	return err
+}
+
+func (db *DB) resourceIn(ctx context.Context, f *revision.Forest, st State, name string) (revision.Value, error) {
+	v, err := f.Get(ctx, st.Root, revision.Pointer{name})
+	if errors.Is(err, revision.ErrNotFound) {
+		var pe *revision.PathError
+		var near []string
+		if errors.As(err, &pe) {
+			near = pe.DidYouMean
+		}
+		return v, &NotFoundError{What: "resource", Name: name, DidYouMean: near, Hint: "use put to create it"}
+	}
+	return v, err
+}
+
+// DeleteResource removes a whole resource (its history stays).
+func (db *DB) DeleteResource(ctx context.Context, resource string, w WriteOptions) (*Result, error) {
+	if err := ValidResourceName(resource); err != nil {
+		return nil, err
+	}
+	return db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
+		if _, err := db.resourceIn(ctx, f, head, resource); err != nil {
+			return nil, nil, err
+		}
+		c, err := f.Patch(ctx, head.Root, []revision.Operation{{Op: "remove", Path: revision.Pointer{resource}.String()}})
+		return c, nil, err
+	})
+}
+
+// Revert makes a new revision on a branch whose whole state equals the target's. It writes no nodes.
+func (db *DB) Revert(ctx context.Context, target Ref, w WriteOptions) (*Result, error) {
+	st, err := db.Resolve(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	if w.Message == "" {
+		w.Message = fmt.Sprintf("revert to %s (revision %d)", target, st.Rev.Number)
+	}
+	return db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
+		return &revision.Change{Root: st.Root}, nil, nil
+	})
+}
+
+// Restore sets the value at ptr inside a resource to what it was at a ref; if it did not exist there, it is removed.
+// An empty ptr restores (or undeletes) the whole resource.
+func (db *DB) Restore(ctx context.Context, resource string, ptr revision.Pointer, from Ref, w WriteOptions) (*Result, error) {
+	if err := ValidResourceName(resource); err != nil {
+		return nil, err
+	}
+	src, err := db.Resolve(ctx, from)
+	if err != nil {
+		return nil, err
+	}
+	full := append(revision.Pointer{resource}, ptr...)
+	old, err := db.forest.Get(ctx, src.Root, full)
+	absent := errors.Is(err, revision.ErrNotFound)
+	if err != nil && !absent {
+		return nil, err
+	}
+	if w.Message == "" {
+		w.Message = fmt.Sprintf("restore %s%s from %s (revision %d)", resource, ptr, from, src.Rev.Number)
+	}
+	return db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
+		if absent {
+			if _, err := f.Get(ctx, head.Root, full); errors.Is(err, revision.ErrNotFound) {
+				return &revision.Change{Root: head.Root}, nil, nil
+			}
+			c, err := f.Patch(ctx, head.Root, []revision.Operation{{Op: "remove", Path: full.String()}})
+			return c, nil, err
+		}
+		text, err := f.JSON(ctx, old)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := f.Patch(ctx, head.Root, []revision.Operation{{Op: "add", Path: full.String(), Value: text, HasValue: true}})
+		return c, nil, err
+	})
+}
+
+// Commit applies an arbitrary change to a branch head: fn returns the new root (for example from Forest.Patch).
+func (db *DB) Commit(ctx context.Context, w WriteOptions, fn func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, error)) (*Result, error) {
+	return db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
+		c, err := fn(ctx, f, head)
+		return c, nil, err
+	})
+}
+
+// nameTaken refuses a branch or snapshot name already used by either (they share one namespace).
+func nameTaken(tx store.CatalogReader, name string) error {
+	if _, err := tx.Branch(name); err == nil {
+		return &ConflictError{Msg: fmt.Sprintf("the name %q is already a branch; branch and snapshot names share one namespace", name)}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if _, err := tx.Label(name); err == nil {
+		return &ConflictError{Msg: fmt.Sprintf("the name %q is already a snapshot; branch and snapshot names share one namespace", name)}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// CreateBranch makes a branch at a ref (default the head of main). O(1): it writes one small record.
+func (db *DB) CreateBranch(ctx context.Context, name string, from Ref, creator string) (store.BranchRecord, error) {
+	if err := ValidRefName("branch", name); err != nil {
+		return store.BranchRecord{}, err
+	}
+	if err := from.Validate(); err != nil {
+		return store.BranchRecord{}, err
+	}
+	v, err := db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
+		if err := nameTaken(tx, name); err != nil {
+			return nil, err
+		}
+		st, err := resolve(tx, from)
+		if err != nil {
+			return nil, err
+		}
+		id, err := tx.NextID()
+		if err != nil {
+			return nil, err
+		}
+		b := store.BranchRecord{Name: name, ID: id, Head: st.Rev.Number, Base: st.Rev.Number, Creator: creator, Created: now}
+		if err := tx.PutBranch(b); err != nil {
+			return nil, err
+		}
+		return b, tx.LogHead(id, now, b.Head)
+	})
+	if err != nil {
+		return store.BranchRecord{}, err
+	}
+	return v.(store.BranchRecord), nil
+}
+
+// DeleteBranch drops a branch name; its revisions stay (until garbage collection, if nothing else reaches them).
+func (db *DB) DeleteBranch(ctx context.Context, name string) (store.BranchRecord, error) {
+	if name == Main {
+		return store.BranchRecord{}, invalid("branch main cannot be deleted")
+	}
+	v, err := db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
+		b, err := tx.Branch(name)
+		if err != nil {
+			return nil, notFoundRef(tx, "branch", name, err)
+		}
+		return b, tx.DeleteBranch(name)
+	})
+	if err != nil {
+		return store.BranchRecord{}, err
+	}
+	return v.(store.BranchRecord), nil
+}
+
+// CreateSnapshot labels the revision a ref names (default the head of main). O(1).
+func (db *DB) CreateSnapshot(ctx context.Context, name string, at Ref, note, creator string) (store.LabelRecord, error) {
+	if err := ValidRefName("snapshot", name); err != nil {
+		return store.LabelRecord{}, err
+	}
+	if err := at.Validate(); err != nil {
+		return store.LabelRecord{}, err
+	}
+	v, err := db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
+		if err := nameTaken(tx, name); err != nil {
+			return nil, err
+		}
+		st, err := resolve(tx, at)
+		if err != nil {
+			return nil, err
+		}
+		l := store.LabelRecord{Name: name, Revision: st.Rev.Number, Note: note, Creator: creator, Created: now}
+		return l, tx.PutLabel(l)
+	})
+	if err != nil {
+		return store.LabelRecord{}, err
+	}
+	return v.(store.LabelRecord), nil
+}
+
+// DeleteSnapshot removes a label.
+func (db *DB) DeleteSnapshot(ctx context.Context, name string) (store.LabelRecord, error) {
+	v, err := db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
+		l, err := tx.Label(name)
+		if err != nil {
+			return nil, notFoundRef(tx, "snapshot", name, err)
+		}
+		return l, tx.DeleteLabel(name)
+	})
+	if err != nil {
+		return store.LabelRecord{}, err
+	}
+	return v.(store.LabelRecord), nil
+}

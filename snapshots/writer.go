@@ -1,0 +1,368 @@
+package snapshots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/store"
+)
+
+// WriteOptions are the fields every write takes.
+type WriteOptions struct {
+	Branch         string // default main
+	ExpectedHead   uint64 // when set, refuse with a ConflictError unless the branch head is this revision
+	Message        string
+	Author         string // the principal
+	Tool           string // the tool or command that made the change
+	IdempotencyKey string // a retried write with the same key returns the original result instead of committing again
+}
+
+func (w WriteOptions) branch() string {
+	if w.Branch == "" {
+		return Main
+	}
+	return w.Branch
+}
+
+// Result is a committed write.
+type Result struct {
+	Revision  uint64    `json:"revision"`
+	Branch    string    `json:"branch"`
+	Parent    uint64    `json:"parent"`
+	Time      time.Time `json:"time"`
+	Resources []string  `json:"resources"`
+	NewNodes  int       `json:"new_nodes"`
+	NewBytes  int64     `json:"new_bytes"`
+	Replayed  bool      `json:"replayed,omitempty"` // an earlier write with the same idempotency key
+}
+
+// changeFunc computes a new root from the branch head. It may build nodes through f (they are returned in the
+// Change) and name extra parents (a merge).
+type changeFunc func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error)
+
+type request struct {
+	ctx    context.Context
+	opts   WriteOptions
+	change changeFunc                                           // a commit, or
+	op     func(tx store.CatalogTx, now time.Time) (any, error) // a catalog operation
+	done   chan outcome
+}
+
+type outcome struct {
+	res *Result
+	val any
+	err error
+}
+
+// submit queues a request and waits for its outcome. Once queued, a write is carried through even if ctx is
+// cancelled: a commit that has begun is made whole or not at all.
+func (db *DB) submit(ctx context.Context, r *request) outcome {
+	r.ctx, r.done = ctx, make(chan outcome, 1)
+	db.mu.Lock()
+	closed := db.closed
+	db.mu.Unlock()
+	if closed {
+		return outcome{err: ErrClosed}
+	}
+	select {
+	case db.queue <- r:
+	case <-ctx.Done():
+		return outcome{err: ctx.Err()}
+	case <-db.closing:
+		return outcome{err: ErrClosed}
+	}
+	return <-r.done
+}
+
+// Commit applies a change to a branch as one new revision.
+func (db *DB) commit(ctx context.Context, w WriteOptions, fn changeFunc) (*Result, error) {
+	if err := ValidRefName("branch", w.branch()); err != nil {
+		return nil, err
+	}
+	o := db.submit(ctx, &request{opts: w, change: fn})
+	return o.res, o.err
+}
+
+// catalogOp runs a catalog-only operation (branches, labels, plans) in its own transaction, in order with writes.
+func (db *DB) catalogOp(ctx context.Context, fn func(tx store.CatalogTx, now time.Time) (any, error)) (any, error) {
+	o := db.submit(ctx, &request{op: fn})
+	return o.val, o.err
+}
+
+// writer is the database's single writer: it takes every waiting request and commits them together.
+func (db *DB) writer() {
+	defer db.wg.Done()
+	for {
+		var batch []*request
+		select {
+		case r := <-db.queue:
+			batch = append(batch, r)
+		case <-db.closing:
+			for {
+				select {
+				case r := <-db.queue:
+					db.run([]*request{r})
+				default:
+					return
+				}
+			}
+		}
+	more:
+		for len(batch) < 256 {
+			select {
+			case r := <-db.queue:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		db.run(batch)
+	}
+}
+
+// run carries out a batch: consecutive commits go together in one transaction; catalog operations run alone.
+func (db *DB) run(batch []*request) {
+	for len(batch) > 0 {
+		if batch[0].op != nil {
+			r := batch[0]
+			var val any
+			err := db.be.Update(r.ctx, func(tx store.CatalogTx) error {
+				var err error
+				val, err = r.op(tx, db.clock(tx))
+				return err
+			})
+			r.done <- outcome{val: val, err: err}
+			batch = batch[1:]
+			continue
+		}
+		n := 1
+		for n < len(batch) && batch[n].op == nil {
+			n++
+		}
+		db.commitGroup(batch[:n])
+		batch = batch[n:]
+	}
+}
+
+// clock returns a time later than every revision's, so the time index stays unambiguous.
+func (db *DB) clock(c store.CatalogReader) time.Time {
+	now := db.now().UTC()
+	if last, err := c.LastRevision(); err == nil && last > 0 {
+		if rec, err := c.Revision(last); err == nil && !now.After(rec.Time) {
+			now = rec.Time.Add(time.Microsecond)
+		}
+	}
+	return now
+}
+
+var errRetry = errors.New("catalog moved under the batch; recompute")
+
+type planned struct {
+	r      *request
+	rec    store.RevisionRecord
+	nodes  []store.Node
+	branch store.BranchRecord
+}
+
+// commitGroup computes every request of the group on the current heads (each on top of the ones before it on the
+// same branch), then writes them all in one transaction. If another process committed in between, it starts over.
+func (db *DB) commitGroup(group []*request) {
+	pending := group
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if attempt == 10 {
+			for _, r := range pending {
+				r.done <- outcome{err: fmt.Errorf("%w: the database kept changing under this write (another process is writing heavily); retry", ErrConflict)}
+			}
+			return
+		}
+		plans, last, startHeads, err := db.plan(pending)
+		if err != nil {
+			for _, r := range pending {
+				r.done <- outcome{err: err}
+			}
+			return
+		}
+		err = db.be.Update(context.Background(), func(tx store.CatalogTx) error {
+			n, err := tx.LastRevision()
+			if err != nil {
+				return err
+			}
+			if n != last {
+				return errRetry
+			}
+			for name, head := range startHeads {
+				b, err := tx.Branch(name)
+				if err != nil || b.Head != head {
+					return errRetry
+				}
+			}
+			for i := range plans {
+				p := &plans[i]
+				if p.r.opts.IdempotencyKey != "" {
+					if _, ok, err := tx.Idempotent(p.r.opts.IdempotencyKey); err != nil || ok {
+						return errRetry
+					}
+				}
+				st, err := tx.PutNodes(p.nodes)
+				if err != nil {
+					return err
+				}
+				p.rec.NewNodes, p.rec.NewBytes = st.Nodes, st.StoredBytes
+				if err := tx.AddRevision(p.rec); err != nil {
+					return err
+				}
+				if err := tx.PutBranch(p.branch); err != nil {
+					return err
+				}
+				if err := tx.LogHead(p.branch.ID, p.rec.Time, p.rec.Number); err != nil {
+					return err
+				}
+				if k := p.r.opts.IdempotencyKey; k != "" {
+					if err := tx.SetIdempotent(k, p.rec.Number); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if errors.Is(err, errRetry) {
+			var again []*request
+			for _, p := range plans {
+				again = append(again, p.r)
+			}
+			pending = again
+			continue
+		}
+		for _, p := range plans {
+			if err != nil {
+				p.r.done <- outcome{err: err}
+				continue
+			}
+			p.r.done <- outcome{res: resultOf(p.rec, false)}
+		}
+		return
+	}
+}
+
+func resultOf(rec store.RevisionRecord, replayed bool) *Result {
+	r := &Result{Revision: rec.Number, Branch: rec.Branch, Time: rec.Time, Resources: rec.Resources,
+		NewNodes: rec.NewNodes, NewBytes: rec.NewBytes, Replayed: replayed}
+	if r.Resources == nil {
+		r.Resources = []string{}
+	}
+	if len(rec.Parents) > 0 {
+		r.Parent = rec.Parents[0]
+	}
+	return r
+}
+
+// plan computes the revisions a group would commit. Requests that fail (conflict, bad patch, replay) are answered
+// here and left out of the plans.
+func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads map[string]uint64, err error) {
+	type view struct {
+		branches map[string]store.BranchRecord
+		revs     map[uint64]store.RevisionRecord
+		replays  map[*request]store.RevisionRecord
+		clock    time.Time
+	}
+	v := view{branches: map[string]store.BranchRecord{}, revs: map[uint64]store.RevisionRecord{}, replays: map[*request]store.RevisionRecord{}}
+	failed := map[*request]error{}
+	err = db.be.View(context.Background(), func(c store.CatalogReader) error {
+		var err error
+		if last, err = c.LastRevision(); err != nil {
+			return err
+		}
+		v.clock = db.clock(c)
+		for _, r := range group {
+			if k := r.opts.IdempotencyKey; k != "" {
+				if n, ok, err := c.Idempotent(k); err != nil {
+					return err
+				} else if ok {
+					rec, err := c.Revision(n)
+					if err != nil {
+						return err
+					}
+					v.replays[r] = rec
+					continue
+				}
+			}
+			name := r.opts.branch()
+			if _, ok := v.branches[name]; ok {
+				continue
+			}
+			b, err := c.Branch(name)
+			if err != nil {
+				failed[r] = notFoundRef(c, "branch", name, err)
+				continue
+			}
+			v.branches[name] = b
+			if v.revs[b.Head], err = c.Revision(b.Head); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	startHeads = map[string]uint64{}
+	for name, b := range v.branches {
+		startHeads[name] = b.Head
+	}
+	ov := &overlay{base: db.be, nodes: map[store.Hash][]byte{}}
+	f := db.forest.WithStore(ov)
+	next, clock := last, v.clock
+	for _, r := range group {
+		if rec, ok := v.replays[r]; ok {
+			r.done <- outcome{res: resultOf(rec, true)}
+			continue
+		}
+		if err := failed[r]; err != nil {
+			r.done <- outcome{err: err}
+			continue
+		}
+		if err := r.ctx.Err(); err != nil {
+			r.done <- outcome{err: err}
+			continue
+		}
+		b := v.branches[r.opts.branch()]
+		if r.opts.ExpectedHead != 0 && r.opts.ExpectedHead != b.Head {
+			r.done <- outcome{err: &ConflictError{Branch: b.Name, Head: b.Head, Expected: r.opts.ExpectedHead}}
+			continue
+		}
+		head := v.revs[b.Head]
+		root, err := revision.ValueFromEncoding(string(head.Root))
+		if err != nil {
+			r.done <- outcome{err: err}
+			continue
+		}
+		change, extra, err := r.change(r.ctx, f, State{Rev: head, Root: root, Branch: b.Name})
+		if err != nil {
+			r.done <- outcome{err: err}
+			continue
+		}
+		if _, err := ov.PutNodes(r.ctx, change.Nodes); err != nil {
+			r.done <- outcome{err: err}
+			continue
+		}
+		touched, err := f.ChangedMembers(r.ctx, root, change.Root)
+		if err != nil {
+			r.done <- outcome{err: err}
+			continue
+		}
+		next++
+		if next > last+1 {
+			clock = clock.Add(time.Microsecond)
+		}
+		rec := store.RevisionRecord{Number: next, Root: []byte(change.Root.Encoding()), Parents: append([]uint64{b.Head}, extra...),
+			Branch: b.Name, Time: clock, Author: r.opts.Author, Tool: r.opts.Tool, Message: r.opts.Message, Resources: touched}
+		b.Head = next
+		v.branches[b.Name] = b
+		v.revs[next] = rec
+		plans = append(plans, planned{r: r, rec: rec, nodes: change.Nodes, branch: b})
+	}
+	return plans, last, startHeads, nil
+}
