@@ -2,11 +2,11 @@ package revision
 
 import (
 	"context"
-	"strings"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/strata-db/strata/revision/internal/jsonscan"
 	"github.com/strata-db/strata/store"
