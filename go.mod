@@ -7,6 +7,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/wI2L/jsondiff v0.7.1
 	github.com/zeebo/xxh3 v1.1.0
+	go.etcd.io/bbolt v1.5.0
 )
 
 require (

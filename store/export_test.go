@@ -1,0 +1,15 @@
+package store
+
+import "os"
+
+// SetBoltOpenFile makes OpenBolt open the bbolt file with open instead of os.OpenFile, so that a test can reach the
+// *os.File that bbolt writes through (and, say, close it to make the next commit fail).
+func SetBoltOpenFile(o *BoltOptions, open func(string, int, os.FileMode) (*os.File, error)) {
+	o.openFile = open
+}
+
+// ParseBoltMeta exposes the meta page parser: txid, page size, and why the page is invalid ("" if it is valid).
+func ParseBoltMeta(p []byte) (txid uint64, pageSize int, problem string) {
+	m := parseBoltMeta(0, p)
+	return m.txid, int(m.pageSize), m.problem
+}
