@@ -69,8 +69,14 @@ func ops(t *testing.T, s string) []revision.Operation {
 
 // TestHistoryStory is the life of a database: commits, a snapshot, a branch, time travel, revert, restore, history.
 func TestHistoryStory(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) { testHistoryStory(t, open(t)) })
+	}
+}
+
+func testHistoryStory(t *testing.T, be store.Backend) {
 	ctx := context.Background()
-	db, _ := openTest(t, store.NewMemBackend())
+	db, _ := openTest(t, be)
 	w := WriteOptions{Author: "agent-1", Tool: "put"}
 
 	r2 := must(db.Put(ctx, "config", []byte(`{"flags":{"beta":true},"limit":10}`), w))
@@ -197,8 +203,14 @@ func nums(rs []store.RevisionRecord) string {
 }
 
 func TestWriteGuards(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) { testWriteGuards(t, open(t)) })
+	}
+}
+
+func testWriteGuards(t *testing.T, be store.Backend) {
 	ctx := context.Background()
-	db, _ := openTest(t, store.NewMemBackend())
+	db, _ := openTest(t, be)
 	must(db.Put(ctx, "doc", []byte(`{"n":1}`), WriteOptions{}))
 
 	// expected_head: a stale writer is refused with the current head.
@@ -251,8 +263,14 @@ func TestWriteGuards(t *testing.T) {
 }
 
 func TestPromote(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) { testPromote(t, open(t)) })
+	}
+}
+
+func testPromote(t *testing.T, be store.Backend) {
 	ctx := context.Background()
-	db, _ := openTest(t, store.NewMemBackend())
+	db, _ := openTest(t, be)
 	must(db.Put(ctx, "cfg", []byte(`{"a":1,"b":1}`), WriteOptions{}))
 	must(db.CreateBranch(ctx, "x", Ref{}, ""))
 	must(db.Patch(ctx, "cfg", ops(t, `[{"op":"replace","path":"/a","value":2}]`), WriteOptions{Branch: "x"}))
@@ -288,9 +306,15 @@ func TestPromote(t *testing.T) {
 // TestConcurrentWriters: many writers on one database; no lost update, revision numbers and times strictly increase,
 // and group commit puts several revisions in one transaction.
 func TestConcurrentWriters(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) { testConcurrentWriters(t, open(t)) })
+	}
+}
+
+func testConcurrentWriters(t *testing.T, be store.Backend) {
 	ctx := context.Background()
-	be := &countingBackend{MemBackend: store.NewMemBackend()}
-	db, _ := openTest(t, be)
+	cb := &countingBackend{Backend: be}
+	db, _ := openTest(t, cb)
 	must(db.Put(ctx, "counter", []byte(`{"n":0}`), WriteOptions{}))
 	const writers, each = 8, 25
 	var wg sync.WaitGroup
@@ -346,11 +370,11 @@ func TestConcurrentWriters(t *testing.T) {
 	if want := 2 + 2*writers*each; len(page.Revisions) != want {
 		t.Fatalf("%d revisions on main, want %d", len(page.Revisions), want)
 	}
-	t.Logf("%d commits in %d transactions", 2*writers*each, be.updates())
+	t.Logf("%d commits in %d transactions", 2*writers*each, cb.updates())
 }
 
 type countingBackend struct {
-	*store.MemBackend
+	store.Backend
 	mu sync.Mutex
 	n  int
 }
@@ -359,7 +383,7 @@ func (c *countingBackend) Update(ctx context.Context, fn func(store.CatalogTx) e
 	c.mu.Lock()
 	c.n++
 	c.mu.Unlock()
-	return c.MemBackend.Update(ctx, fn)
+	return c.Backend.Update(ctx, fn)
 }
 
 func (c *countingBackend) updates() int {

@@ -185,6 +185,9 @@ func (db *DB) commitGroup(group []*request) {
 			}
 			return
 		}
+		if len(plans) == 0 {
+			return // every request was answered while planning (conflict, replay, bad patch)
+		}
 		err = db.be.Update(context.Background(), func(tx store.CatalogTx) error {
 			n, err := tx.LastRevision()
 			if err != nil {

@@ -1,0 +1,354 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Catalog buckets (STORAGE.md §4). Created on first write; absent buckets read as empty.
+var (
+	bucketRevs     = []byte("revs")     // BE64(revision) → RevisionRecord JSON; append-only
+	bucketRevTS    = []byte("revts")    // BE64(branch id) ‖ BE64(time) → BE64(revision): each branch's head log
+	bucketBranches = []byte("branches") // name → BranchRecord JSON
+	bucketLabels   = []byte("labels")   // name → LabelRecord JSON
+	bucketIdem     = []byte("idem")     // idempotency key → BE64(revision)
+	bucketKV       = []byte("kv")       // named sub-buckets: plans, approvals, GC state
+)
+
+// View implements Backend: fn reads the catalog in one bbolt read transaction. Records are decoded (copied) before
+// they are returned, so nothing aliases the memory map after the transaction ends.
+func (b *Bolt) View(ctx context.Context, fn func(CatalogReader) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return b.view(func(tx *bolt.Tx) error { return fn(&boltCat{tx: tx, b: b}) })
+}
+
+// Update implements Backend: fn's writes, nodes included, commit in one durable bbolt transaction, or not at all.
+func (b *Bolt) Update(ctx context.Context, fn func(CatalogTx) error) error {
+	return b.update(ctx, func(tx *bolt.Tx) error {
+		c := &boltCat{tx: tx, b: b}
+		if err := fn(c); err != nil {
+			return err
+		}
+		if !c.wrote {
+			return errNoCommit // nothing changed: no commit, no fsync
+		}
+		return nil
+	})
+}
+
+var _ Backend = (*Bolt)(nil)
+
+type boltCat struct {
+	tx    *bolt.Tx
+	b     *Bolt
+	wrote bool
+}
+
+func (c *boltCat) bucket(name []byte) *bolt.Bucket { return c.tx.Bucket(name) }
+
+func (c *boltCat) wbucket(name []byte) (*bolt.Bucket, error) {
+	c.wrote = true
+	bk, err := c.tx.CreateBucketIfNotExists(name)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(name, bucketRevs) || bytes.Equal(name, bucketRevTS) {
+		bk.FillPercent = 1.0 // append-only keys: full pages never split again
+	}
+	return bk, nil
+}
+
+func getJSON[T any](bk *bolt.Bucket, key []byte) (T, error) {
+	var v T
+	if bk == nil {
+		return v, ErrNotFound
+	}
+	raw := bk.Get(key)
+	if raw == nil {
+		return v, ErrNotFound
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("%w: catalog entry %q: %v", ErrCorruptNode, key, err)
+	}
+	return v, nil
+}
+
+func putJSON(bk *bolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return bk.Put(key, raw)
+}
+
+func (c *boltCat) Revision(n uint64) (RevisionRecord, error) {
+	return getJSON[RevisionRecord](c.bucket(bucketRevs), BE64(n))
+}
+
+func (c *boltCat) LastRevision() (uint64, error) {
+	bk := c.bucket(bucketRevs)
+	if bk == nil {
+		return 0, nil
+	}
+	k, _ := bk.Cursor().Last()
+	if k == nil {
+		return 0, nil
+	}
+	if len(k) != 8 {
+		return 0, fmt.Errorf("%w: revision key of %d bytes", ErrCorruptNode, len(k))
+	}
+	return binary.BigEndian.Uint64(k), nil
+}
+
+func (c *boltCat) Revisions(from uint64, fn func(RevisionRecord) bool) error {
+	bk := c.bucket(bucketRevs)
+	if bk == nil {
+		return nil
+	}
+	cur := bk.Cursor()
+	k, v := cur.Seek(BE64(from))
+	if k == nil || binary.BigEndian.Uint64(k) > from {
+		k, v = cur.Prev()
+	}
+	for ; k != nil; k, v = cur.Prev() {
+		var r RevisionRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("%w: revision record: %v", ErrCorruptNode, err)
+		}
+		if !fn(r) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (c *boltCat) Branch(name string) (BranchRecord, error) {
+	return getJSON[BranchRecord](c.bucket(bucketBranches), []byte(name))
+}
+
+func listJSON[T any](bk *bolt.Bucket) ([]T, error) {
+	out := []T{}
+	if bk == nil {
+		return out, nil
+	}
+	err := bk.ForEach(func(k, v []byte) error {
+		var x T
+		if err := json.Unmarshal(v, &x); err != nil {
+			return fmt.Errorf("%w: catalog entry %q: %v", ErrCorruptNode, k, err)
+		}
+		out = append(out, x)
+		return nil
+	})
+	return out, err
+}
+
+func (c *boltCat) Branches() ([]BranchRecord, error) { return listJSON[BranchRecord](c.bucket(bucketBranches)) }
+
+func (c *boltCat) Label(name string) (LabelRecord, error) {
+	return getJSON[LabelRecord](c.bucket(bucketLabels), []byte(name))
+}
+
+func (c *boltCat) Labels() ([]LabelRecord, error) { return listJSON[LabelRecord](c.bucket(bucketLabels)) }
+
+// timeKey orders times as unsigned big-endian bytes, pre-1970 included.
+func timeKey(t time.Time) []byte { return BE64(uint64(t.UnixNano()) ^ 1<<63) }
+
+func (c *boltCat) HeadAt(id uint64, at time.Time) (uint64, bool, error) {
+	bk := c.bucket(bucketRevTS)
+	if bk == nil {
+		return 0, false, nil
+	}
+	prefix := BE64(id)
+	cur := bk.Cursor()
+	// The last entry of this branch at or before at: seek just past at, step back.
+	next := append(append([]byte{}, prefix...), timeKey(at.Add(time.Nanosecond))...)
+	k, v := cur.Seek(next)
+	if k == nil {
+		k, v = cur.Last()
+	} else {
+		k, v = cur.Prev()
+	}
+	if k == nil || !bytes.HasPrefix(k, prefix) || len(v) != 8 {
+		return 0, false, nil
+	}
+	return binary.BigEndian.Uint64(v), true, nil
+}
+
+func (c *boltCat) Idempotent(key string) (uint64, bool, error) {
+	bk := c.bucket(bucketIdem)
+	if bk == nil {
+		return 0, false, nil
+	}
+	v := bk.Get([]byte(key))
+	if len(v) != 8 {
+		return 0, false, nil
+	}
+	return binary.BigEndian.Uint64(v), true, nil
+}
+
+func (c *boltCat) kv(name string) *bolt.Bucket {
+	parent := c.bucket(bucketKV)
+	if parent == nil {
+		return nil
+	}
+	return parent.Bucket([]byte(name))
+}
+
+func (c *boltCat) Get(bucket, key string) ([]byte, bool, error) {
+	bk := c.kv(bucket)
+	if bk == nil {
+		return nil, false, nil
+	}
+	v := bk.Get([]byte(key))
+	if v == nil {
+		return nil, false, nil
+	}
+	return append([]byte(nil), v...), true, nil
+}
+
+func (c *boltCat) Scan(bucket string, fn func(string, []byte) bool) error {
+	bk := c.kv(bucket)
+	if bk == nil {
+		return nil
+	}
+	cur := bk.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		if !fn(string(k), append([]byte(nil), v...)) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (c *boltCat) PutNodes(nodes []Node) (PutStats, error) {
+	var st PutStats
+	if len(nodes) == 0 {
+		return st, nil
+	}
+	bk, err := c.wbucket(bucketNodes)
+	if err != nil {
+		return st, err
+	}
+	for _, n := range nodes {
+		if bk.Get(n.Hash[:]) != nil {
+			continue
+		}
+		if HashOf(n.Data) != n.Hash {
+			return PutStats{}, fmt.Errorf("%w: refusing to store node %s: its data does not hash to its address", ErrCorruptNode, n.Hash.Short())
+		}
+		stored := EncodeStored(n.Data)
+		if err := bk.Put(n.Hash[:], stored); err != nil {
+			return PutStats{}, err
+		}
+		st.Nodes++
+		st.RawBytes += int64(len(n.Data))
+		st.StoredBytes += int64(len(stored))
+	}
+	if st.Nodes > 0 {
+		return st, bk.SetSequence(bk.Sequence() + uint64(st.Nodes))
+	}
+	return st, nil
+}
+
+func (c *boltCat) AddRevision(r RevisionRecord) error {
+	last, err := c.LastRevision()
+	if err != nil {
+		return err
+	}
+	if r.Number != last+1 {
+		return errOutOfOrder(r.Number, last)
+	}
+	bk, err := c.wbucket(bucketRevs)
+	if err != nil {
+		return err
+	}
+	return putJSON(bk, BE64(r.Number), r)
+}
+
+func (c *boltCat) PutBranch(br BranchRecord) error {
+	bk, err := c.wbucket(bucketBranches)
+	if err != nil {
+		return err
+	}
+	return putJSON(bk, []byte(br.Name), br)
+}
+
+func (c *boltCat) DeleteBranch(name string) error {
+	bk, err := c.wbucket(bucketBranches)
+	if err != nil {
+		return err
+	}
+	return bk.Delete([]byte(name))
+}
+
+func (c *boltCat) PutLabel(l LabelRecord) error {
+	bk, err := c.wbucket(bucketLabels)
+	if err != nil {
+		return err
+	}
+	return putJSON(bk, []byte(l.Name), l)
+}
+
+func (c *boltCat) DeleteLabel(name string) error {
+	bk, err := c.wbucket(bucketLabels)
+	if err != nil {
+		return err
+	}
+	return bk.Delete([]byte(name))
+}
+
+func (c *boltCat) LogHead(id uint64, at time.Time, rev uint64) error {
+	bk, err := c.wbucket(bucketRevTS)
+	if err != nil {
+		return err
+	}
+	return bk.Put(append(BE64(id), timeKey(at)...), BE64(rev))
+}
+
+func (c *boltCat) SetIdempotent(key string, rev uint64) error {
+	bk, err := c.wbucket(bucketIdem)
+	if err != nil {
+		return err
+	}
+	return bk.Put([]byte(key), BE64(rev))
+}
+
+func (c *boltCat) wkv(name string) (*bolt.Bucket, error) {
+	parent, err := c.wbucket(bucketKV)
+	if err != nil {
+		return nil, err
+	}
+	return parent.CreateBucketIfNotExists([]byte(name))
+}
+
+func (c *boltCat) Put(bucket, key string, val []byte) error {
+	bk, err := c.wkv(bucket)
+	if err != nil {
+		return err
+	}
+	return bk.Put([]byte(key), val)
+}
+
+func (c *boltCat) Delete(bucket, key string) error {
+	bk, err := c.wkv(bucket)
+	if err != nil {
+		return err
+	}
+	return bk.Delete([]byte(key))
+}
+
+func (c *boltCat) NextID() (uint64, error) {
+	bk, err := c.wbucket(bucketMeta)
+	if err != nil {
+		return 0, err
+	}
+	return bk.NextSequence()
+}
