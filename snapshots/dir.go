@@ -1,0 +1,198 @@
+package snapshots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/strata-db/strata/store"
+)
+
+// Ext is the file extension of a database in a data directory.
+const Ext = ".strata"
+
+// DirOptions configures a data directory. The zero value is usable.
+type DirOptions struct {
+	DB   Options
+	Bolt store.BoltOptions
+	// Backend opens the storage of a database file; tests substitute it. Defaults to the bbolt backend.
+	Backend func(path string, create bool) (store.Backend, error)
+}
+
+// Dir is a data directory: one file per database. It keeps each database it opened open until Close, so that every
+// caller in the process shares one writer per database.
+type Dir struct {
+	path string
+	opts DirOptions
+	mu   sync.Mutex
+	dbs  map[string]*DB
+}
+
+// OpenDir opens (and creates, if missing) a data directory.
+func OpenDir(path string, opts *DirOptions) (*Dir, error) {
+	var o DirOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Backend == nil {
+		bo := o.Bolt
+		o.Backend = func(p string, create bool) (store.Backend, error) {
+			if !create {
+				if _, err := os.Stat(p); err != nil {
+					return nil, err
+				}
+			}
+			return store.OpenBolt(p, &bo)
+		}
+	}
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", path, err)
+	}
+	return &Dir{path: path, opts: o, dbs: map[string]*DB{}}, nil
+}
+
+// Path returns the directory.
+func (d *Dir) Path() string { return d.path }
+
+func (d *Dir) file(name string) string { return filepath.Join(d.path, name+Ext) }
+
+// Names lists the databases in the directory, in name order.
+func (d *Dir) Names() ([]string, error) {
+	ents, err := os.ReadDir(d.path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if e.Type().IsRegular() && strings.HasSuffix(n, Ext) && ValidDatabaseName(strings.TrimSuffix(n, Ext)) == nil {
+			out = append(out, strings.TrimSuffix(n, Ext))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Create makes a new database with branch main. It fails with a ConflictError if the name is taken.
+func (d *Dir) Create(ctx context.Context, name, creator string) (*DB, error) {
+	if err := ValidDatabaseName(name); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.file(name)
+	if _, err := os.Stat(p); err == nil {
+		return nil, &ConflictError{Msg: fmt.Sprintf("database %q already exists", name)}
+	}
+	be, err := d.opts.Backend(p, true)
+	if err != nil {
+		return nil, err
+	}
+	o := d.opts.DB
+	o.Creator = creator
+	db, err := Open(ctx, be, &o)
+	if err != nil {
+		be.Close()
+		return nil, err
+	}
+	d.dbs[name] = db
+	return db, nil
+}
+
+// Open returns an existing database.
+func (d *Dir) Open(ctx context.Context, name string) (*DB, error) {
+	if err := ValidDatabaseName(name); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if db, ok := d.dbs[name]; ok {
+		return db, nil
+	}
+	be, err := d.opts.Backend(d.file(name), false)
+	if errors.Is(err, os.ErrNotExist) {
+		names, _ := d.Names()
+		hint := "create it with create_database (strata db create " + name + ")"
+		return nil, &NotFoundError{What: "database", Name: name, DidYouMean: closest(name, names), Hint: hint}
+	}
+	if err != nil {
+		return nil, err
+	}
+	db, err := Open(ctx, be, &d.opts.DB)
+	if err != nil {
+		be.Close()
+		return nil, err
+	}
+	d.dbs[name] = db
+	return db, nil
+}
+
+// Drop closes and deletes a database file. Its history is gone.
+func (d *Dir) Drop(ctx context.Context, name string) error {
+	if err := ValidDatabaseName(name); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if db, ok := d.dbs[name]; ok {
+		db.Close()
+		delete(d.dbs, name)
+	}
+	err := os.Remove(d.file(name))
+	if errors.Is(err, os.ErrNotExist) {
+		names, _ := d.Names()
+		return &NotFoundError{What: "database", Name: name, DidYouMean: closest(name, names)}
+	}
+	return err
+}
+
+// DatabaseInfo summarises a database.
+type DatabaseInfo struct {
+	Name      string            `json:"name"`
+	FileBytes int64             `json:"file_bytes"`
+	Revisions uint64            `json:"revisions"`
+	Heads     map[string]uint64 `json:"heads"`
+}
+
+// Info summarises one database.
+func (d *Dir) Info(ctx context.Context, name string) (DatabaseInfo, error) {
+	db, err := d.Open(ctx, name)
+	if err != nil {
+		return DatabaseInfo{}, err
+	}
+	info := DatabaseInfo{Name: name, Heads: map[string]uint64{}}
+	if fi, err := os.Stat(d.file(name)); err == nil {
+		info.FileBytes = fi.Size()
+	}
+	err = db.be.View(ctx, func(c store.CatalogReader) error {
+		var err error
+		if info.Revisions, err = c.LastRevision(); err != nil {
+			return err
+		}
+		bs, err := c.Branches()
+		for _, b := range bs {
+			info.Heads[b.Name] = b.Head
+		}
+		return err
+	})
+	return info, err
+}
+
+// Close closes every database opened through the directory.
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var first error
+	for name, db := range d.dbs {
+		if err := db.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(d.dbs, name)
+	}
+	return first
+}
