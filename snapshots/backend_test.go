@@ -12,6 +12,13 @@ import (
 func backends(t *testing.T) map[string]func(t *testing.T) store.Backend {
 	return map[string]func(t *testing.T) store.Backend{
 		"mem": func(t *testing.T) store.Backend { return store.NewMemBackend() },
+		"shared": func(t *testing.T) store.Backend {
+			s, err := store.OpenShared(filepath.Join(t.TempDir(), "test.strata"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
 		"bolt": func(t *testing.T) store.Backend {
 			b, err := store.OpenBolt(filepath.Join(t.TempDir(), "test.strata"), nil)
 			if err != nil {

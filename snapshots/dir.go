@@ -18,9 +18,10 @@ const Ext = ".strata"
 
 // DirOptions configures a data directory. The zero value is usable.
 type DirOptions struct {
-	DB   Options
-	Bolt store.BoltOptions
-	// Backend opens the storage of a database file; tests substitute it. Defaults to the bbolt backend.
+	DB     Options
+	Shared store.SharedOptions
+	// Backend opens the storage of a database file; tests substitute it. Defaults to store.Shared, the bbolt backend
+	// that lets several processes use the directory at once.
 	Backend func(path string, create bool) (store.Backend, error)
 }
 
@@ -40,14 +41,14 @@ func OpenDir(path string, opts *DirOptions) (*Dir, error) {
 		o = *opts
 	}
 	if o.Backend == nil {
-		bo := o.Bolt
+		so := o.Shared
 		o.Backend = func(p string, create bool) (store.Backend, error) {
 			if !create {
 				if _, err := os.Stat(p); err != nil {
 					return nil, err
 				}
 			}
-			return store.OpenBolt(p, &bo)
+			return store.OpenShared(p, &so)
 		}
 	}
 	if err := os.MkdirAll(path, 0o700); err != nil {
@@ -144,6 +145,7 @@ func (d *Dir) Drop(ctx context.Context, name string) error {
 		delete(d.dbs, name)
 	}
 	err := os.Remove(d.file(name))
+	_ = os.Remove(d.file(name) + "-wait")
 	if errors.Is(err, os.ErrNotExist) {
 		names, _ := d.Names()
 		return &NotFoundError{What: "database", Name: name, DidYouMean: closest(name, names)}

@@ -71,6 +71,14 @@ type BoltOptions struct {
 	// refuses the file and says so.
 	AllowMetaRollback bool
 
+	// SyncFreelist writes bbolt's freelist at every commit (one more page written) instead of rebuilding it by
+	// scanning the whole file on open. Shared (several processes taking turns) sets it: it reopens often.
+	SyncFreelist bool
+
+	// skipTreeWalk skips the page-tree walk of the file check (the meta pages are still checked). Shared sets it
+	// when it reopens a file this process has already walked: the walk reads the whole file.
+	skipTreeWalk bool
+
 	// openFile replaces os.OpenFile for the bbolt file; tests use it to reach the *os.File (see export_test.go).
 	openFile func(string, int, os.FileMode) (*os.File, error)
 }
@@ -108,7 +116,7 @@ func OpenBolt(path string, opts *BoltOptions) (b *Bolt, err error) {
 		o.Timeout = defaultOpenTimeout
 	}
 
-	if err := checkBoltFile(path, o.Timeout, o.AllowMetaRollback); err != nil {
+	if err := checkBoltFile(path, o.Timeout, o.AllowMetaRollback, o.skipTreeWalk); err != nil {
 		return nil, err
 	}
 
@@ -116,7 +124,7 @@ func OpenBolt(path string, opts *BoltOptions) (b *Bolt, err error) {
 		Timeout: o.Timeout,
 		// The freelist is not written at each commit, which saves a page write per commit; it is rebuilt by scanning
 		// the file on open (etcd's setting).
-		NoFreelistSync: true,
+		NoFreelistSync: !o.SyncFreelist,
 		FreelistType:   bolt.FreelistMapType,
 		// A large first map avoids remaps, which block readers, while the file grows.
 		InitialMmapSize: o.InitialMmapSize,

@@ -113,7 +113,7 @@ func readAt(f *os.File, off int64, n int) ([]byte, error) {
 
 // checkBoltFile refuses a file at path that bbolt must not be given. A missing or empty file is fine: bbolt creates
 // the database in it.
-func checkBoltFile(path string, timeout time.Duration, allowRollback bool) error {
+func checkBoltFile(path string, timeout time.Duration, allowRollback, skipWalk bool) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -236,6 +236,9 @@ func checkBoltFile(path string, timeout time.Duration, allowRollback bool) error
 	use := valid[0]
 	if len(valid) == 2 && valid[1].txid > use.txid {
 		use = valid[1]
+	}
+	if skipWalk {
+		return nil
 	}
 	if err := newPageWalker(f, uint64(ps), use.pgid).walk(use); err != nil {
 		return fmt.Errorf("%w: %s is damaged: %v (in the page tree of bbolt meta page %d, transaction %d): restore "+

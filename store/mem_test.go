@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/strata-db/strata/store"
@@ -13,4 +14,15 @@ func TestMemConformance(t *testing.T) {
 
 func TestMemBackendConformance(t *testing.T) {
 	storetest.TestNodeStore(t, func(t *testing.T) store.NodeStore { return store.NewMemBackend() })
+}
+
+func TestSharedConformance(t *testing.T) {
+	storetest.TestNodeStore(t, func(t *testing.T) store.NodeStore {
+		s, err := store.OpenShared(filepath.Join(t.TempDir(), "shared.strata"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
 }

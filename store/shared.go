@@ -1,0 +1,227 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Shared is a Backend over a bbolt file that several processes use in turn: two MCP servers and a CLI command on
+// one data directory must all work at once (DESIGN.md §5).
+//
+// bbolt locks its file for one writing process at a time (flock), for as long as it is open. Shared therefore opens
+// the file only while calls are in flight, keeps it a moment (Linger) in case more follow, and closes it. A process
+// that finds the file held announces itself by holding a shared lock on a side file (PATH-wait) while it waits; the
+// holder checks for such waiters whenever its calls drain, and after holding the file for MaxHold it stops taking
+// new calls until the ones in flight finish, so that a busy process cannot starve the others. Writes serialise across
+// processes through the file lock; each commit re-checks heads inside its transaction (package snapshots), so a
+// commit from another process in between is never lost.
+//
+// A reopen reads only the meta pages: the full page-tree check runs on the first open in the process. The freelist
+// is written at every commit (BoltOptions.SyncFreelist), so that a reopen does not scan the whole file to rebuild it.
+type Shared struct {
+	path string
+	opts SharedOptions
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	b        *Bolt
+	users    int
+	draining bool
+	openedAt time.Time
+	lastUse  time.Time
+	walked   bool
+	closed   bool
+	wait     *os.File
+	opens    int
+}
+
+// SharedOptions tunes Shared. The zero value gives the defaults.
+type SharedOptions struct {
+	Bolt BoltOptions
+	// Linger is how long the file stays open after the last call (default 20 ms).
+	Linger time.Duration
+	// MaxHold is how long the file is kept while other processes wait for it (default 100 ms).
+	MaxHold time.Duration
+}
+
+// OpenShared opens (creating if needed) and checks the database at path, then releases it until the first call.
+func OpenShared(path string, opts *SharedOptions) (*Shared, error) {
+	var o SharedOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Linger <= 0 {
+		o.Linger = 20 * time.Millisecond
+	}
+	if o.MaxHold <= 0 {
+		o.MaxHold = 100 * time.Millisecond
+	}
+	w, err := os.OpenFile(path+"-wait", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path+"-wait", err)
+	}
+	s := &Shared{path: path, opts: o, wait: w}
+	s.cond = sync.NewCond(&s.mu)
+	b, err := s.acquire()
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	s.release(nil)
+	_ = b
+	return s, nil
+}
+
+// Opens reports how many times the file was opened, for tests and diagnostics.
+func (s *Shared) Opens() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opens
+}
+
+func (s *Shared) acquire() (*Bolt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		switch {
+		case s.closed:
+			return nil, fmt.Errorf("%w: %s", ErrClosed, s.path)
+		case s.b != nil && !s.draining:
+			if time.Since(s.openedAt) > s.opts.MaxHold && s.othersWaiting() {
+				s.draining = true
+				continue
+			}
+			s.users++
+			return s.b, nil
+		case s.b != nil:
+			s.cond.Wait() // draining: wait until it is closed, then reopen
+		default:
+			if err := s.open(); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+func (s *Shared) open() error {
+	// Say that we wait, so that a process holding the file hands it over when its calls drain.
+	_ = syscall.Flock(int(s.wait.Fd()), syscall.LOCK_SH)
+	o := s.opts.Bolt
+	o.SyncFreelist = true
+	o.skipTreeWalk = s.walked
+	b, err := OpenBolt(s.path, &o)
+	_ = syscall.Flock(int(s.wait.Fd()), syscall.LOCK_UN)
+	if err != nil {
+		return err
+	}
+	s.b, s.walked, s.openedAt = b, true, time.Now()
+	s.opens++
+	return nil
+}
+
+// othersWaiting reports whether another process holds the wait lock.
+func (s *Shared) othersWaiting() bool {
+	err := syscall.Flock(int(s.wait.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	_ = syscall.Flock(int(s.wait.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+func (s *Shared) release(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users--
+	s.lastUse = time.Now()
+	if errors.Is(err, ErrFailStop) {
+		s.draining = true // reopen from what is durably on disk once the calls in flight end
+	}
+	if s.users > 0 || s.b == nil {
+		return
+	}
+	if s.draining || s.closed || s.othersWaiting() {
+		s.closeLocked()
+		return
+	}
+	time.AfterFunc(s.opts.Linger, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.users == 0 && s.b != nil && time.Since(s.lastUse) >= s.opts.Linger {
+			s.closeLocked()
+		}
+	})
+}
+
+func (s *Shared) closeLocked() {
+	_ = s.b.Close()
+	s.b, s.draining = nil, false
+	s.cond.Broadcast()
+}
+
+// Close waits for calls in flight and releases the file.
+func (s *Shared) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for s.users > 0 {
+		s.cond.Wait()
+	}
+	if s.b != nil {
+		s.closeLocked()
+	}
+	return s.wait.Close()
+}
+
+// GetNodes implements NodeReader.
+func (s *Shared) GetNodes(ctx context.Context, hs []Hash) ([][]byte, error) {
+	b, err := s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.GetNodes(ctx, hs)
+	s.release(err)
+	return out, err
+}
+
+// PutNodes implements NodeWriter.
+func (s *Shared) PutNodes(ctx context.Context, ns []Node) (PutStats, error) {
+	b, err := s.acquire()
+	if err != nil {
+		return PutStats{}, err
+	}
+	st, err := b.PutNodes(ctx, ns)
+	s.release(err)
+	return st, err
+}
+
+// View implements Backend.
+func (s *Shared) View(ctx context.Context, fn func(CatalogReader) error) error {
+	b, err := s.acquire()
+	if err != nil {
+		return err
+	}
+	err = b.View(ctx, fn)
+	s.release(err)
+	return err
+}
+
+// Update implements Backend.
+func (s *Shared) Update(ctx context.Context, fn func(CatalogTx) error) error {
+	b, err := s.acquire()
+	if err != nil {
+		return err
+	}
+	err = b.Update(ctx, fn)
+	s.release(err)
+	return err
+}
+
+var _ Backend = (*Shared)(nil)
