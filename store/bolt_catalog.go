@@ -150,13 +150,17 @@ func listJSON[T any](bk *bolt.Bucket) ([]T, error) {
 	return out, err
 }
 
-func (c *boltCat) Branches() ([]BranchRecord, error) { return listJSON[BranchRecord](c.bucket(bucketBranches)) }
+func (c *boltCat) Branches() ([]BranchRecord, error) {
+	return listJSON[BranchRecord](c.bucket(bucketBranches))
+}
 
 func (c *boltCat) Label(name string) (LabelRecord, error) {
 	return getJSON[LabelRecord](c.bucket(bucketLabels), []byte(name))
 }
 
-func (c *boltCat) Labels() ([]LabelRecord, error) { return listJSON[LabelRecord](c.bucket(bucketLabels)) }
+func (c *boltCat) Labels() ([]LabelRecord, error) {
+	return listJSON[LabelRecord](c.bucket(bucketLabels))
+}
 
 // timeKey orders times as unsigned big-endian bytes, pre-1970 included.
 func timeKey(t time.Time) []byte { return BE64(uint64(t.UnixNano()) ^ 1<<63) }
