@@ -2,6 +2,7 @@ package snapshots
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/strata-db/strata/revision"
@@ -56,6 +57,7 @@ func (db *DB) Check(ctx context.Context, progress func(done, total uint64)) (*Ch
 	seen := map[store.Hash]bool{}
 	skip := func(h store.Hash) bool { return seen[h] }
 	newest := map[string]uint64{} // branch name → newest revision made on it
+	exists := map[uint64]bool{}
 	var prev store.RevisionRecord
 	const chunk = 512
 	for start := uint64(1); start <= rep.Revisions; start += chunk {
@@ -63,6 +65,9 @@ func (db *DB) Check(ctx context.Context, progress func(done, total uint64)) (*Ch
 		err := db.be.View(ctx, func(c store.CatalogReader) error {
 			for n := start; n < start+chunk && n <= rep.Revisions; n++ {
 				rec, err := c.Revision(n)
+				if errors.Is(err, store.ErrNotFound) && n < rep.Revisions {
+					continue // removed by garbage collection: a problem only if something refers to it
+				}
 				if err != nil {
 					problem("revision %d: %v", n, err)
 					continue
@@ -82,8 +87,11 @@ func (db *DB) Check(ctx context.Context, progress func(done, total uint64)) (*Ch
 			for _, p := range rec.Parents {
 				if p == 0 || p >= n {
 					problem("revision %d has parent %d, which does not come before it", n, p)
+				} else if !exists[p] {
+					problem("revision %d has parent %d, which does not exist", n, p)
 				}
 			}
+			exists[n] = true
 			if n > 1 && len(rec.Parents) == 0 {
 				problem("revision %d has no parent", n)
 			}
@@ -112,7 +120,7 @@ func (db *DB) Check(ctx context.Context, progress func(done, total uint64)) (*Ch
 	}
 	for _, b := range branches {
 		switch {
-		case b.Head == 0 || b.Head > rep.Revisions:
+		case b.Head == 0 || b.Head > rep.Revisions || !exists[b.Head]:
 			problem("branch %s: head %d does not exist", b.Name, b.Head)
 		case newest[b.Name] > b.Head:
 			// A branch deleted and made again under the same name has older revisions of that name: only newer
@@ -125,7 +133,7 @@ func (db *DB) Check(ctx context.Context, progress func(done, total uint64)) (*Ch
 		}
 	}
 	for _, l := range labels {
-		if l.Revision == 0 || l.Revision > rep.Revisions {
+		if !exists[l.Revision] {
 			problem("snapshot %s: revision %d does not exist", l.Name, l.Revision)
 		}
 	}

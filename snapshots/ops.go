@@ -105,9 +105,18 @@ func (db *DB) Revert(ctx context.Context, target Ref, w WriteOptions) (*Result, 
 		w.Message = fmt.Sprintf("revert to %s (revision %d)", target, st.Rev.Number)
 	}
 	return db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
+		// Read the target's root node: if garbage collection removed it since it was resolved, say so now
+		// rather than commit a root whose nodes are gone.
+		if st.Root.IsTree() || st.Root.Kind() == revision.Object {
+			if err := f.Members(ctx, st.Root, func(string, revision.Value) error { return errStopScan }); err != nil && err != errStopScan {
+				return nil, nil, err
+			}
+		}
 		return &revision.Change{Root: st.Root}, nil, nil
 	})
 }
+
+var errStopScan = errors.New("stop")
 
 // Restore sets the value at ptr inside a resource to what it was at a ref; if it did not exist there, it is removed.
 // An empty ptr restores (or undeletes) the whole resource.

@@ -178,7 +178,7 @@ func (db *DB) commitGroup(group []*request) {
 			}
 			return
 		}
-		plans, last, startHeads, err := db.plan(pending)
+		plans, last, startHeads, epoch, err := db.plan(pending)
 		if err != nil {
 			for _, r := range pending {
 				r.done <- outcome{err: err}
@@ -194,6 +194,10 @@ func (db *DB) commitGroup(group []*request) {
 				return err
 			}
 			if n != last {
+				return errRetry
+			}
+			// A garbage-collection batch since planning may have removed nodes a change builds on.
+			if e, _, err := tx.Get(gcBucket, gcEpochKey); err != nil || string(e) != epoch {
 				return errRetry
 			}
 			for name, head := range startHeads {
@@ -264,7 +268,7 @@ func resultOf(rec store.RevisionRecord, replayed bool) *Result {
 
 // plan computes the revisions a group would commit. Requests that fail (conflict, bad patch, replay) are answered
 // here and left out of the plans.
-func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads map[string]uint64, err error) {
+func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads map[string]uint64, epoch string, err error) {
 	type view struct {
 		branches map[string]store.BranchRecord
 		revs     map[uint64]store.RevisionRecord
@@ -278,6 +282,11 @@ func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads m
 		if last, err = c.LastRevision(); err != nil {
 			return err
 		}
+		if e, _, err := c.Get(gcBucket, gcEpochKey); err != nil {
+			return err
+		} else {
+			epoch = string(e)
+		}
 		v.clock = db.clock(c)
 		for _, r := range group {
 			if k := r.opts.IdempotencyKey; k != "" {
@@ -285,11 +294,14 @@ func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads m
 					return err
 				} else if ok {
 					rec, err := c.Revision(n)
-					if err != nil {
+					if err == nil {
+						v.replays[r] = rec
+						continue
+					}
+					if !errors.Is(err, store.ErrNotFound) {
 						return err
 					}
-					v.replays[r] = rec
-					continue
+					// The revision was garbage-collected: the key no longer protects anything; commit anew.
 				}
 			}
 			name := r.opts.branch()
@@ -309,7 +321,7 @@ func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads m
 		return nil
 	})
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, "", err
 	}
 	startHeads = map[string]uint64{}
 	for name, b := range v.branches {
@@ -367,5 +379,5 @@ func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads m
 		v.revs[next] = rec
 		plans = append(plans, planned{r: r, rec: rec, nodes: change.Nodes, branch: b})
 	}
-	return plans, last, startHeads, nil
+	return plans, last, startHeads, epoch, nil
 }

@@ -356,3 +356,92 @@ func (c *boltCat) NextID() (uint64, error) {
 	}
 	return bk.NextSequence()
 }
+
+func (c *boltCat) DeleteNodes(hs []Hash) (int, int64, error) {
+	bk := c.bucket(bucketNodes)
+	if bk == nil || len(hs) == 0 {
+		return 0, 0, nil
+	}
+	c.wrote = true
+	n, bytes := 0, int64(0)
+	for _, h := range hs {
+		v := bk.Get(h[:])
+		if v == nil {
+			continue
+		}
+		bytes += int64(len(v))
+		if err := bk.Delete(h[:]); err != nil {
+			return n, bytes, err
+		}
+		n++
+	}
+	if seq := bk.Sequence(); n > 0 && seq >= uint64(n) {
+		return n, bytes, bk.SetSequence(seq - uint64(n))
+	}
+	return n, bytes, nil
+}
+
+func (c *boltCat) DeleteRevision(n uint64) error {
+	last, err := c.LastRevision()
+	if err != nil || n == 0 || n >= last {
+		return err // the newest revision stays, so numbers are never reused
+	}
+	bk, err := c.wbucket(bucketRevs)
+	if err != nil {
+		return err
+	}
+	return bk.Delete(BE64(n))
+}
+
+// NodeHashes implements NodeLister, in one short read transaction per call.
+func (b *Bolt) NodeHashes(ctx context.Context, after *Hash, limit int) ([]Hash, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []Hash
+	err := b.view(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketNodes)
+		if bk == nil {
+			return nil
+		}
+		cur := bk.Cursor()
+		var k []byte
+		if after == nil {
+			k, _ = cur.First()
+		} else {
+			k, _ = cur.Seek(after[:])
+			if k != nil && bytes.Equal(k, after[:]) {
+				k, _ = cur.Next()
+			}
+		}
+		for ; k != nil && len(out) < limit; k, _ = cur.Next() {
+			var h Hash
+			copy(h[:], k)
+			out = append(out, h)
+		}
+		return nil
+	})
+	return out, err
+}
+
+var _ NodeLister = (*Bolt)(nil)
+
+func (c *boltCat) GetNodes(hs []Hash) ([][]byte, error) {
+	bk := c.bucket(bucketNodes)
+	out := make([][]byte, len(hs))
+	for i, h := range hs {
+		var v []byte
+		if bk != nil {
+			v = bk.Get(h[:])
+		}
+		if v == nil {
+			return nil, &MissingError{Hash: h}
+		}
+		data, err := DecodeStored(h, v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.b.path, err)
+		}
+		out[i] = data
+	}
+	return out, nil
+}

@@ -48,6 +48,8 @@ type CatalogReader interface {
 	Get(bucket, key string) (val []byte, ok bool, err error)
 	// Scan calls fn for each key of a named bucket in key order while fn returns true.
 	Scan(bucket string, fn func(key string, val []byte) bool) error
+	// GetNodes reads nodes as of this transaction (the NodeReader contract: copies, hash-checked).
+	GetNodes(hashes []Hash) ([][]byte, error)
 }
 
 // CatalogTx reads and writes the catalog and nodes inside one transaction.
@@ -74,6 +76,17 @@ type CatalogTx interface {
 	Delete(bucket, key string) error
 	// NextID returns a new id, unique within the database (for branches).
 	NextID() (uint64, error)
+	// DeleteNodes removes nodes (garbage collection) and reports how many were present and their stored bytes.
+	DeleteNodes(hashes []Hash) (int, int64, error)
+	// DeleteRevision removes a revision record (garbage collection). The newest revision is never removed, so that
+	// numbers are never reused.
+	DeleteRevision(n uint64) error
+}
+
+// NodeLister lists the nodes a backend stores, for garbage collection.
+type NodeLister interface {
+	// NodeHashes returns up to limit stored addresses greater than after, in order (after nil: from the start).
+	NodeHashes(ctx context.Context, after *Hash, limit int) ([]Hash, error)
 }
 
 // RevisionRecord is one immutable state of a whole database.

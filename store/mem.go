@@ -61,6 +61,17 @@ func (m *Mem) has(h Hash) bool {
 	return ok
 }
 
+func (m *Mem) delete(hs []Hash) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, h := range hs {
+		if v, ok := m.nodes[h]; ok {
+			m.bytes -= int64(len(v))
+			delete(m.nodes, h)
+		}
+	}
+}
+
 // Len returns the number of nodes held.
 func (m *Mem) Len() int {
 	m.mu.RLock()

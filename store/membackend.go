@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"sort"
@@ -66,6 +67,9 @@ func (m *MemBackend) Update(ctx context.Context, fn func(CatalogTx) error) error
 			return err
 		}
 	}
+	if len(tx.deletes) > 0 {
+		m.Mem.delete(tx.deletes)
+	}
 	m.cat = c
 	return nil
 }
@@ -105,11 +109,12 @@ type memTx struct {
 	mem     *Mem
 	c       *memCatalog
 	nodes   []Node
+	deletes []Hash
 	pending map[Hash]bool
 }
 
 func (t *memTx) Revision(n uint64) (RevisionRecord, error) {
-	if n == 0 || n > uint64(len(t.c.revs)) {
+	if n == 0 || n > uint64(len(t.c.revs)) || t.c.revs[n-1].Number == 0 {
 		return RevisionRecord{}, ErrNotFound
 	}
 	return t.c.revs[n-1], nil
@@ -119,6 +124,9 @@ func (t *memTx) LastRevision() (uint64, error) { return uint64(len(t.c.revs)), n
 
 func (t *memTx) Revisions(from uint64, fn func(RevisionRecord) bool) error {
 	for n := min(from, uint64(len(t.c.revs))); n >= 1; n-- {
+		if t.c.revs[n-1].Number == 0 {
+			continue
+		}
 		if !fn(t.c.revs[n-1]) {
 			return nil
 		}
@@ -249,7 +257,72 @@ func (t *memTx) Delete(bucket, key string) error { delete(t.c.buckets[bucket], k
 
 func (t *memTx) NextID() (uint64, error) { t.c.nextID++; return t.c.nextID, nil }
 
+func (t *memTx) DeleteNodes(hs []Hash) (int, int64, error) {
+	t.deletes = append(t.deletes, hs...)
+	n, bytes := 0, int64(0)
+	t.mem.mu.RLock()
+	defer t.mem.mu.RUnlock()
+	for _, h := range hs {
+		if v, ok := t.mem.nodes[h]; ok {
+			n++
+			bytes += int64(len(v))
+		}
+	}
+	return n, bytes, nil
+}
+
+func (t *memTx) DeleteRevision(n uint64) error {
+	if n == 0 || n >= uint64(len(t.c.revs)) {
+		return nil // the newest revision stays
+	}
+	t.c.revs[n-1] = RevisionRecord{} // a hole: numbers are positions
+	return nil
+}
+
+// NodeHashes implements NodeLister.
+func (m *MemBackend) NodeHashes(ctx context.Context, after *Hash, limit int) ([]Hash, error) {
+	all := m.Hashes()
+	sort.Slice(all, func(i, j int) bool { return bytes.Compare(all[i][:], all[j][:]) < 0 })
+	i := 0
+	if after != nil {
+		i = sort.Search(len(all), func(i int) bool { return bytes.Compare(all[i][:], after[:]) > 0 })
+	}
+	return all[i:min(len(all), i+limit)], nil
+}
+
 // BE64 encodes n big-endian, the key order of revision numbers and times.
 func BE64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
-var _ Backend = (*MemBackend)(nil)
+var (
+	_ Backend    = (*MemBackend)(nil)
+	_ NodeLister = (*MemBackend)(nil)
+)
+
+func (t *memTx) GetNodes(hs []Hash) ([][]byte, error) {
+	out := make([][]byte, len(hs))
+	var missing []Hash
+	var at []int
+	for i, h := range hs {
+		found := false
+		for _, n := range t.nodes {
+			if n.Hash == h {
+				out[i], found = append([]byte(nil), n.Data...), true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, h)
+			at = append(at, i)
+		}
+	}
+	if len(missing) > 0 {
+		got, err := t.mem.GetNodes(context.Background(), missing)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range at {
+			out[i] = got[k]
+		}
+	}
+	return out, nil
+}

@@ -225,3 +225,16 @@ func (s *Shared) Update(ctx context.Context, fn func(CatalogTx) error) error {
 }
 
 var _ Backend = (*Shared)(nil)
+
+// NodeHashes implements NodeLister.
+func (s *Shared) NodeHashes(ctx context.Context, after *Hash, limit int) ([]Hash, error) {
+	b, err := s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.NodeHashes(ctx, after, limit)
+	s.release(err)
+	return out, err
+}
+
+var _ NodeLister = (*Shared)(nil)
