@@ -391,3 +391,26 @@ func (c *countingBackend) updates() int {
 	defer c.mu.Unlock()
 	return c.n
 }
+
+// A record written with InTx lands in the revision's own transaction: both or neither.
+func TestInTxLandsWithTheRevision(t *testing.T) {
+	ctx := context.Background()
+	be := store.NewMemBackend()
+	db, _ := openTest(t, be)
+	mark := func(tx store.CatalogTx, rec store.RevisionRecord) error {
+		return tx.Put("plans", "p1", []byte(fmt.Sprint(rec.Number)))
+	}
+	r := must(db.Put(ctx, "doc", []byte(`1`), WriteOptions{InTx: mark}))
+	var got []byte
+	must(0, be.View(ctx, func(c store.CatalogReader) error { got, _, _ = c.Get("plans", "p1"); return nil }))
+	if string(got) != fmt.Sprint(r.Revision) {
+		t.Fatalf("marker %q for revision %d", got, r.Revision)
+	}
+	fail := func(store.CatalogTx, store.RevisionRecord) error { return errors.New("refused") }
+	if _, err := db.Put(ctx, "doc", []byte(`2`), WriteOptions{InTx: fail}); err == nil {
+		t.Fatal("an InTx error must fail the write")
+	}
+	if get(t, db, Ref{}, "doc", "") != "1" {
+		t.Fatal("the revision landed without its InTx record")
+	}
+}

@@ -18,6 +18,10 @@ type WriteOptions struct {
 	Author         string // the principal
 	Tool           string // the tool or command that made the change
 	IdempotencyKey string // a retried write with the same key returns the original result instead of committing again
+	// InTx, if set, runs inside the transaction that commits the revision, after it is written: catalog records that
+	// must land together with the revision or not at all (a consumed plan's marker). An error fails this write and
+	// nothing of it is written; the other writes of its group are committed without it.
+	InTx func(tx store.CatalogTx, rev store.RevisionRecord) error
 }
 
 func (w WriteOptions) branch() string {
@@ -160,6 +164,14 @@ func (db *DB) clock(c store.CatalogReader) time.Time {
 
 var errRetry = errors.New("catalog moved under the batch; recompute")
 
+// inTxError is a request's InTx refusing: the transaction is abandoned and the group retried without it.
+type inTxError struct {
+	r   *request
+	err error
+}
+
+func (e *inTxError) Error() string { return e.err.Error() }
+
 type planned struct {
 	r      *request
 	rec    store.RevisionRecord
@@ -232,12 +244,23 @@ func (db *DB) commitGroup(group []*request) {
 						return err
 					}
 				}
+				if p.r.opts.InTx != nil {
+					if err := p.r.opts.InTx(tx, p.rec); err != nil {
+						return &inTxError{r: p.r, err: err}
+					}
+				}
 			}
 			return nil
 		})
-		if errors.Is(err, errRetry) {
+		var ie *inTxError
+		if errors.Is(err, errRetry) || errors.As(err, &ie) {
+			// Start over with the others; a request whose InTx refused gets its own error.
 			var again []*request
 			for _, p := range plans {
+				if ie != nil && p.r == ie.r {
+					p.r.done <- outcome{err: ie.err}
+					continue
+				}
 				again = append(again, p.r)
 			}
 			pending = again
