@@ -23,6 +23,10 @@ func TestFaultChild(t *testing.T) {
 		t.Skip("child process of TestIOFaults")
 	}
 	n, _ := strconv.Atoi(os.Getenv("STRATA_FAULT_N"))
+	size := 3000
+	if s, err := strconv.Atoi(os.Getenv("STRATA_FAULT_SIZE")); err == nil {
+		size = s
+	}
 	b, err := OpenBolt(path, nil)
 	if err != nil {
 		fmt.Printf("open-error %v\n", err)
@@ -31,7 +35,7 @@ func TestFaultChild(t *testing.T) {
 	defer b.Close()
 	for i := 1; i <= n; i++ {
 		err := b.Update(context.Background(), func(tx CatalogTx) error {
-			return tx.Put("t", fmt.Sprintf("k%04d", i), bytes.Repeat([]byte{'x'}, 3000))
+			return tx.Put("t", fmt.Sprintf("k%04d", i), bytes.Repeat([]byte{'x'}, size))
 		})
 		if err != nil {
 			fmt.Printf("err %d %v\n", i, err)
@@ -132,4 +136,62 @@ func TestIOFaults(t *testing.T) {
 			t.Logf("failed at commit %d; %d acknowledged commits survived", firstErr, len(acked))
 		})
 	}
+}
+
+// TestFileSizeLimit: the file may not grow past a limit (prlimit --fsize, as a full disk would stop it). Commits
+// that need more room fail and are never acknowledged; the file opens afterwards with every acknowledged commit.
+func TestFileSizeLimit(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("prlimit is not installed")
+	}
+	path := filepath.Join(t.TempDir(), "limited.strata")
+	b, err := OpenBolt(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	fi, _ := os.Stat(path)
+	// bbolt grows a young file in big steps (up to 16 MiB), so the limit sits a few steps past its current size and
+	// each commit writes 512 KiB.
+	limit := fi.Size() + 24<<20
+	cmd := exec.Command("prlimit", "--fsize="+strconv.FormatInt(limit, 10), os.Args[0], "-test.run=^TestFaultChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "STRATA_FAULT_PATH="+path, "STRATA_FAULT_N=200", "STRATA_FAULT_SIZE=524288")
+	out, _ := cmd.CombinedOutput()
+	acked := 0
+	failed := false
+	for _, line := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(line, "ack "):
+			if failed {
+				t.Fatalf("acknowledged after a failure:\n%s", out)
+			}
+			acked++
+		case strings.HasPrefix(line, "err "):
+			failed = true
+		}
+	}
+	if acked == 200 {
+		t.Fatalf("the size limit never bit:\n%.2000s", out)
+	}
+	b, err = OpenBolt(path, nil)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer b.Close()
+	err = b.View(context.Background(), func(c CatalogReader) error {
+		for i := 1; i <= acked; i++ {
+			if v, ok, err := c.Get("t", fmt.Sprintf("k%04d", i)); err != nil || !ok || len(v) != 524288 {
+				return fmt.Errorf("acknowledged commit %d lost (%v)", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Space freed (no limit in this process): writes resume.
+	if err := b.Update(context.Background(), func(tx CatalogTx) error { return tx.Put("t", "after", []byte("ok")) }); err != nil {
+		t.Fatalf("write once space is back: %v", err)
+	}
+	t.Logf("%d commits acknowledged before the file hit %d bytes (failed=%v)", acked, limit, failed)
 }
