@@ -51,10 +51,18 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want []string // in stderr
 	}{
-		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "the commands are: demo, version", "Run 'strata --help' for usage."}},
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "the commands are: branch, db, demo, diff, export, get, import, log, promote, restore, revert, show, snapshot, version", "Run 'strata --help' for usage."}},
 		{[]string{"dmeo"}, []string{`unknown command "dmeo" (did you mean "demo"?)`}},
 		{[]string{"mcp"}, []string{`"mcp" is not built yet: it comes with the MCP server`}},
-		{[]string{"import", "db", "res", "file.json"}, []string{`"import" is not built yet`}},
+		{[]string{"query", "db", "res", "."}, []string{`"query" is not built yet: it comes with jq queries`}},
+		{[]string{"gc"}, []string{`"gc" is not built yet`}},
+		{[]string{"import", "db", "res"}, []string{"usage: strata import DB RESOURCE FILE|- (got 2 arguments)", "Run 'strata import --help' for usage."}},
+		{[]string{"db", "frob"}, []string{`unknown command "frob" for "strata db"`}},
+		{[]string{"restore", "db", "res"}, []string{"restore needs --from REF"}},
+		{[]string{"log", "db", "--path", "/a"}, []string{"--path needs a RESOURCE"}},
+		{[]string{"diff", "db", "1", "2", "--path", "/a"}, []string{"--path needs --resource"}},
+		{[]string{"branch", "db", "-d"}, []string{"name the branch: strata branch db NAME"}},
+		{[]string{"get", "db", "res", "--max-depth", "-1"}, []string{"--max-depth must be 0 (no limit) or more"}},
 		{[]string{"demo", "--nope"}, []string{"unknown flag: --nope", "Run 'strata demo --help' for usage."}},
 		{[]string{"version", "extra"}, []string{`unknown command "extra" for "strata version"`}},
 		{[]string{"--data"}, []string{"flag needs an argument"}},
@@ -84,7 +92,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	_, out, _ := runCLI(t)
-	for _, w := range []string{"demo", "version", "--data", "only its storage engine exists"} {
+	for _, w := range []string{"demo", "version", "import", "diff", "--data", "BRANCH@TIME"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("help does not mention %q:\n%s", w, out)
 		}
@@ -93,7 +101,9 @@ func TestHelp(t *testing.T) {
 
 func TestDataFlag(t *testing.T) {
 	def := func(env map[string]string) string {
-		root := newRootCommand(func(k string) string { return env[k] })
+		e := osEnvironment()
+		e.getenv = func(k string) string { return env[k] }
+		root := newRootCommand(e)
 		return root.PersistentFlags().Lookup("data").DefValue
 	}
 	if got := def(nil); got != "./strata-data" {

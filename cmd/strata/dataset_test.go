@@ -15,7 +15,7 @@ import (
 // embeds it. Regenerate it after changing the generator with
 //
 //	go test ./cmd/strata -run TestDemoDataset -update
-var update = flag.Bool("update", false, "rewrite demo/catalogue.json from the generator")
+var update = flag.Bool("update", false, "rewrite the generated test files (demo/catalogue.json, testdata/cli.txt) from what the code does now")
 
 func TestDemoDataset(t *testing.T) {
 	want := generateCatalogue()

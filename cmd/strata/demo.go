@@ -45,7 +45,8 @@ of an outdoor-gear shop: import it as content-addressed nodes, read a product by
 agent's RFC 6902 patch that shares every unchanged node, diff the two versions, read the old version
 again, and watch a patch whose test fails change nothing.
 
-The versioned database, the MCP server and its guardrails are being built; when they land this demo will
+The versioned database on disk is there already (strata db, import, get, log, diff, branch, snapshot,
+promote, revert, restore). The MCP server and its guardrails are being built; when they land this demo will
 play the whole story of DESIGN.md through MCP, on a database in --data DIR.`,
 		Args: cobra.NoArgs,
 		RunE: action(func(cmd *cobra.Command, _ []string) error {
@@ -156,8 +157,8 @@ func runDemo(ctx context.Context, w io.Writer, g *globalOptions, o *demoOptions)
 	d := &demo{ctx: ctx, mem: mem, f: revision.New(mem, nil), out: w, human: !o.json}
 	d.tr.Dataset = "demo/catalogue.json: an outdoor-gear shop's catalogue (embedded)"
 	d.tr.Storage = fmt.Sprintf("in memory (store.NewMem); nothing is written to %s yet", g.dataDir)
-	d.tr.Coming = "The versioned database (revisions and branches on disk), jq queries, the MCP server and its " +
-		"guardrails are being built; then this demo plays the whole story through MCP."
+	d.tr.Coming = "jq queries, the MCP server and its guardrails are being built; then this demo plays the whole " +
+		"story through MCP. The versioned database on disk is there already: try strata db create, import, log and diff."
 	if d.human {
 		d.printf("Strata demo: what the storage engine does today, on an outdoor-gear shop's catalogue.\n")
 		d.printf("Storage is %s.\n\n", d.tr.Storage)

@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/snapshots"
 )
 
 // Exit codes. Scripts rely on them: keep them stable.
@@ -13,7 +15,7 @@ const (
 	exitFailure  = 1 // anything else went wrong
 	exitUsage    = 2 // bad command line or bad input (unknown command, flag, argument, malformed pointer or patch)
 	exitNotFound = 3 // the thing named does not exist
-	exitConflict = 4 // a precondition did not hold (a failed patch test; later: expected head, plan changed)
+	exitConflict = 4 // a precondition did not hold (a failed patch test, an expected head, a taken name, a merge conflict)
 )
 
 // exitCoder is an error that knows the exit code the process should end with (gojq's cli/error.go idea). run asks
@@ -25,8 +27,9 @@ type exitCoder interface {
 
 // cliError carries an error and its exit code.
 type cliError struct {
-	code int
-	err  error
+	code  int
+	err   error
+	usage bool // a mistake in the command line itself: run points to --help
 }
 
 func (e *cliError) Error() string { return e.err.Error() }
@@ -35,7 +38,7 @@ func (e *cliError) ExitCode() int { return e.code }
 
 // usageErrorf reports a bad command line.
 func usageErrorf(format string, args ...any) error {
-	return &cliError{code: exitUsage, err: fmt.Errorf(format, args...)}
+	return &cliError{code: exitUsage, err: fmt.Errorf(format, args...), usage: true}
 }
 
 // withExitCode gives err the exit code its kind calls for, unless it already has one. Every error a command returns
@@ -54,13 +57,53 @@ func withExitCode(err error) error {
 // codeFor maps the library's sentinel errors to exit codes, in one place.
 func codeFor(err error) int {
 	switch {
-	case errors.Is(err, revision.ErrNotFound):
+	case errors.Is(err, revision.ErrNotFound), errors.Is(err, snapshots.ErrNotFound):
 		return exitNotFound
-	case errors.Is(err, revision.ErrTestFailed):
+	case errors.Is(err, revision.ErrTestFailed), errors.Is(err, snapshots.ErrConflict):
 		return exitConflict
 	case errors.Is(err, revision.ErrInvalidPath), errors.Is(err, revision.ErrInvalidJSON),
-		errors.Is(err, revision.ErrInvalidPatch):
+		errors.Is(err, revision.ErrInvalidPatch), errors.Is(err, snapshots.ErrInvalidArgument):
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// invalidf reports a command line that parsed but cannot be carried out as given (exit 2), without pointing to
+// --help: the message says what to do.
+func invalidf(format string, args ...any) error {
+	return &cliError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// reworded is an error with a message for the command line, still wrapping the library's error for errors.Is/As.
+type reworded struct {
+	msg string
+	err error
+}
+
+func (e *reworded) Error() string { return e.msg }
+func (e *reworded) Unwrap() error { return e.err }
+
+// forCLI rewords the few library messages that speak in MCP terms (expected_head, create_database) or show the
+// CLI's own adjustments (a BRANCH@TIME stands for its whole second) so that they say what to type here.
+func forCLI(err error) error {
+	var ce *snapshots.ConflictError
+	if errors.As(err, &ce) && ce.Msg == "" && ce.Branch != "" {
+		msg := fmt.Sprintf("branch %s is at revision %d, not %d; see what changed (strata log DB --branch %s) and retry with --expected-head %d",
+			ce.Branch, ce.Head, ce.Expected, ce.Branch, ce.Head)
+		return &reworded{strings.Replace(err.Error(), ce.Error(), msg, 1), err}
+	}
+	var nf *snapshots.NotFoundError
+	if errors.As(err, &nf) {
+		cp := *nf
+		switch {
+		case nf.What == "database" && strings.Contains(nf.Hint, "create_database"):
+			cp.Hint = "create it with: strata db create " + nf.Name
+		case nf.What == "revision" && strings.Contains(nf.Name, wholeSecond):
+			cp.Name = strings.Replace(nf.Name, wholeSecond, "", 1)
+		default:
+			return err
+		}
+		return &reworded{strings.Replace(err.Error(), nf.Error(), cp.Error(), 1), err}
+	}
+	return err
 }

@@ -7,17 +7,60 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"os/user"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
 
-// globalOptions are the flags every command accepts.
+// environment is what a command line runs in: the process's own, or a test's. Nothing else reaches outside.
+type environment struct {
+	getenv func(string) string
+	// user is the name recorded as the author of the revisions this command line makes.
+	user func() string
+	// now is the database clock; nil means time.Now. Tests fix it so that times, and time travel, are repeatable.
+	now func() time.Time
+	// loc is the zone times are shown in.
+	loc *time.Location
+	// terminal reports whether w is a terminal (colour, pretty JSON).
+	terminal func(w io.Writer) bool
+}
+
+// osEnvironment is the environment of the running process.
+func osEnvironment() *environment {
+	return &environment{getenv: os.Getenv, user: osUser(os.Getenv), loc: time.Local, terminal: isTerminal}
+}
+
+// osUser returns the OS user name, else $USER, else "unknown".
+func osUser(getenv func(string) string) func() string {
+	return func() string {
+		if u, err := user.Current(); err == nil && u.Username != "" {
+			return u.Username
+		}
+		if u := getenv("USER"); u != "" {
+			return u
+		}
+		return "unknown"
+	}
+}
+
+// isTerminal reports whether w is a character device, such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// globalOptions are the flags every command accepts, and the environment the commands run in.
 type globalOptions struct {
-	// dataDir is the data directory (--data, env STRATA_DATA). Nothing uses it yet: the on-disk database is still
-	// being built.
+	// dataDir is the data directory (--data, env STRATA_DATA).
 	dataDir string
+	env     *environment
 }
 
 // defaultDataDir is STRATA_DATA when it is set, else ./strata-data.
@@ -31,11 +74,7 @@ func defaultDataDir(getenv func(string) string) string {
 // planned are the commands of DESIGN.md §5 that are not built yet; asking for one says so instead of "unknown".
 var planned = map[string]string{
 	"mcp": "the MCP server", "serve": "the MCP server",
-	"db": "the versioned database", "import": "the versioned database", "export": "the versioned database",
-	"get": "the versioned database", "log": "the versioned database", "show": "the versioned database",
-	"diff": "the versioned database", "branch": "the versioned database", "snapshot": "the versioned database",
-	"promote": "the versioned database", "revert": "the versioned database", "restore": "the versioned database",
-	"bisect": "the versioned database", "check": "the versioned database", "gc": "the versioned database",
+	"bisect": "jq queries", "check": "the storage checks", "gc": "garbage collection",
 	"query": "jq queries", "plans": "guardrails", "approve": "guardrails", "reject": "guardrails", "audit": "guardrails",
 	"bench": "the benchmark suite",
 }
@@ -43,13 +82,18 @@ var planned = map[string]string{
 // run executes one strata command line and returns the process exit code. It touches no global state, so tests
 // call it in-process, as main does.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runIn(osEnvironment(), args, stdin, stdout, stderr)
+}
+
+// runIn is run in a given environment.
+func runIn(e *environment, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if args == nil {
 		args = []string{} // cobra reads os.Args when given nil
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	root := newRootCommand(os.Getenv)
+	root := newRootCommand(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -62,29 +106,33 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if !errors.As(err, &ec) {
 		// Commands give every error a code (see action); an error without one is cobra's own: a bad flag, a
 		// wrong number of arguments.
-		ec = &cliError{code: exitUsage, err: err}
+		ec = &cliError{code: exitUsage, err: err, usage: true}
 	}
 	fmt.Fprintf(stderr, "strata: %v\n", err)
-	if ec.ExitCode() == exitUsage && cmd != nil {
+	var ce *cliError
+	if errors.As(ec, &ce) && ce.usage && cmd != nil {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return ec.ExitCode()
 }
 
 // newRootCommand builds the command tree. Each call returns a fresh tree with its own flag values.
-func newRootCommand(getenv func(string) string) *cobra.Command {
-	g := &globalOptions{}
+func newRootCommand(e *environment) *cobra.Command {
+	g := &globalOptions{env: e}
 	root := &cobra.Command{
 		Use:   "strata",
 		Short: "A copy-on-write, versioned JSON document store for AI agents",
 		Long: `Strata is a copy-on-write, versioned JSON document store for AI agents and the people who supervise
-them, served over the Model Context Protocol (MCP).
+them. Every change is a new revision; branches and snapshots are O(1); any state can be read, diffed,
+restored or reverted to.
 
-Today only its storage engine exists: JSON documents as trees of immutable, content-addressed nodes, read by
-JSON Pointer, changed by RFC 6902 patches that share every unchanged node. The versioned database (revisions on
-disk, branches, snapshots), jq queries, the MCP server and its guardrails are being built.
+A database is one file in the data directory (--data). It holds resources: named JSON documents, read and
+changed by JSON Pointer. A REF names a state: a revision number, a snapshot or branch name, or
+BRANCH@TIME (RFC 3339: the state the branch had then).
 
-Start with 'strata demo'.`,
+The MCP server, jq queries and the guardrails for agents are being built.
+
+Start with 'strata demo', or: strata db create shop && strata import shop catalog catalog.json`,
 		SilenceErrors:              true, // run prints errors, with their exit codes
 		SilenceUsage:               true,
 		SuggestionsMinimumDistance: 2,
@@ -95,14 +143,26 @@ Start with 'strata demo'.`,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &cliError{code: exitUsage, err: err}
+		return &cliError{code: exitUsage, err: err, usage: true}
 	})
-	root.PersistentFlags().StringVar(&g.dataDir, "data", defaultDataDir(getenv),
-		"data directory holding the databases (env STRATA_DATA; not used yet)")
+	root.PersistentFlags().StringVar(&g.dataDir, "data", defaultDataDir(e.getenv),
+		"data directory holding the databases (env STRATA_DATA)")
 
 	root.AddCommand(
 		newDemoCommand(g),
 		newVersionCommand(g),
+		newDBCommand(g),
+		newImportCommand(g),
+		newExportCommand(g),
+		newGetCommand(g),
+		newLogCommand(g),
+		newShowCommand(g),
+		newDiffCommand(g),
+		newBranchCommand(g),
+		newSnapshotCommand(g),
+		newPromoteCommand(g),
+		newRevertCommand(g),
+		newRestoreCommand(g),
 	)
 	return root
 }
@@ -134,6 +194,6 @@ func rootArgs(cmd *cobra.Command, args []string) error {
 // action adapts a command's function to cobra, giving its errors their exit codes.
 func action(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		return withExitCode(fn(cmd, args))
+		return withExitCode(forCLI(fn(cmd, args)))
 	}
 }

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/snapshots"
+	"github.com/strata-db/strata/store"
+)
+
+// This file holds what the database commands share: opening the data directory, parsing refs and
+// RESOURCE[/path] arguments, the write flags, and the output helpers.
+
+// openDir opens the data directory. Only `db create` makes a missing one; every other command reports it.
+func (g *globalOptions) openDir(create bool) (*snapshots.Dir, error) {
+	if !create {
+		if _, err := os.Stat(g.dataDir); errors.Is(err, fs.ErrNotExist) {
+			return nil, &snapshots.NotFoundError{What: "data directory", Name: g.dataDir,
+				Hint: "create a database first (strata db create NAME), or point --data or STRATA_DATA at the directory that holds yours"}
+		}
+	}
+	var opts *snapshots.DirOptions
+	if g.env.now != nil {
+		opts = &snapshots.DirOptions{DB: snapshots.Options{Now: g.env.now}}
+	}
+	return snapshots.OpenDir(g.dataDir, opts)
+}
+
+// withDB opens a database of the data directory, runs fn and closes everything.
+func (g *globalOptions) withDB(ctx context.Context, name string, fn func(db *snapshots.DB) error) (err error) {
+	dir, err := g.openDir(false)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := dir.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	db, err := dir.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	return fn(db)
+}
+
+// wholeSecond is how a BRANCH@TIME without fractions shows after parseRef stretched it to the end of its second.
+const wholeSecond = ".999999999"
+
+// parseRef parses a ref given on the command line: a revision number, a snapshot or branch name, or BRANCH@TIME.
+// A time without fractions of a second stands for the whole second, so that a time copied from `strata log`
+// (which shows seconds) names the revision shown there and not the one before it.
+func parseRef(s string) (snapshots.Ref, error) {
+	ref, err := snapshots.ParseRef(s)
+	if err != nil {
+		return ref, err
+	}
+	if i := strings.LastIndexByte(s, '@'); i >= 0 && !ref.At.IsZero() && !strings.ContainsAny(s[i:], ".,") {
+		ref.At = ref.At.Add(time.Second - time.Nanosecond)
+	}
+	if !ref.At.IsZero() && ref.Branch == "" {
+		ref.Branch = snapshots.Main
+	}
+	return ref, nil
+}
+
+// splitResourcePath splits RESOURCE[/path] at the first '/': the rest is a JSON Pointer inside the resource.
+func splitResourcePath(arg string) (string, revision.Pointer, error) {
+	i := strings.IndexByte(arg, '/')
+	if i < 0 {
+		return arg, revision.Pointer{}, nil
+	}
+	ptr, err := revision.ParsePointer(arg[i:])
+	var se *revision.PointerSyntaxError
+	if errors.As(err, &se) {
+		// Show the caret under the argument as it was typed.
+		return "", nil, &revision.PointerSyntaxError{Pointer: arg, Offset: i + se.Offset, Msg: se.Msg}
+	}
+	return arg[:i], ptr, err
+}
+
+// pointerFlag parses the value of a --path flag.
+func pointerFlag(s string) (revision.Pointer, error) {
+	if s != "" && s[0] != '/' {
+		s = "/" + s // --path products/0 means /products/0
+	}
+	return revision.ParsePointer(s)
+}
+
+// args checks the number of positional arguments and names them in the error.
+func args(min, max int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) >= min && len(args) <= max {
+			return nil
+		}
+		use := strings.TrimSpace(strings.TrimPrefix(cmd.Use, cmd.Name()))
+		return usageErrorf("usage: %s %s (got %d argument%s)", cmd.CommandPath(), use, len(args), plural(len(args)))
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// writeFlags are the flags of every command that commits a revision.
+type writeFlags struct {
+	branch       string
+	expectedHead uint64
+	message      string
+}
+
+func (w *writeFlags) register(cmd *cobra.Command, branchHelp string) {
+	if branchHelp != "" {
+		cmd.Flags().StringVarP(&w.branch, "branch", "b", snapshots.Main, branchHelp)
+	}
+	cmd.Flags().Uint64Var(&w.expectedHead, "expected-head", 0,
+		"refuse (exit 4) unless the branch head is this revision: a guard against concurrent changes")
+	cmd.Flags().StringVarP(&w.message, "message", "m", "", "a message recorded with the revision")
+}
+
+// options are the library's write options: the author is the OS user, the tool the command.
+func (g *globalOptions) writeOptions(w *writeFlags, tool string) snapshots.WriteOptions {
+	return snapshots.WriteOptions{Branch: w.branch, ExpectedHead: w.expectedHead, Message: w.message,
+		Author: g.env.user(), Tool: "cli " + tool}
+}
+
+// writeJSONLine writes v as one line of compact JSON.
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := marshalCompact(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// revisionJSON is a revision as history lists it (DESIGN.md §3.4).
+type revisionJSON struct {
+	Revision  uint64    `json:"revision"`
+	Parent    uint64    `json:"parent,omitempty"`
+	Merged    uint64    `json:"merged,omitempty"` // a promote's second parent: the revision it brought in
+	Branch    string    `json:"branch"`
+	Time      time.Time `json:"time"`
+	Author    string    `json:"author"`
+	Tool      string    `json:"tool"`
+	Message   string    `json:"message"`
+	Resources []string  `json:"resources"`
+}
+
+func revisionOf(r store.RevisionRecord) revisionJSON {
+	j := revisionJSON{Revision: r.Number, Branch: r.Branch, Time: r.Time, Author: r.Author, Tool: r.Tool,
+		Message: r.Message, Resources: r.Resources}
+	if len(r.Parents) > 0 {
+		j.Parent = r.Parents[0]
+	}
+	if len(r.Parents) > 1 {
+		j.Merged = r.Parents[1]
+	}
+	if j.Resources == nil {
+		j.Resources = []string{}
+	}
+	return j
+}
+
+// writeResult is what a command that committed a revision prints with --json.
+type writeResult struct {
+	*snapshots.Result
+	Author string `json:"author"`
+	Tool   string `json:"tool"`
+}
+
+// printWrite reports a committed revision: "revision 5 on main: <what>; changed catalog".
+func printWrite(w io.Writer, res *snapshots.Result, what string) error {
+	changed := "no change"
+	if len(res.Resources) > 0 {
+		changed = "changed " + strings.Join(res.Resources, ", ")
+	}
+	_, err := fmt.Fprintf(w, "revision %d on %s: %s; %s\n", res.Revision, res.Branch, what, changed)
+	return err
+}
+
+// refText names a resolved state for people: "before-sale (revision 3)", or "revision 3".
+func refText(arg string, n uint64) string {
+	if arg == fmt.Sprint(n) {
+		return fmt.Sprintf("revision %d", n)
+	}
+	return fmt.Sprintf("%s (revision %d)", arg, n)
+}
+
+// byteSize writes a byte count for people, in decimal units.
+func byteSize(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d B", n)
+	case n < 1000*1000:
+		return fmt.Sprintf("%.1f KB", float64(n)/1000)
+	case n < 1000*1000*1000:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+}
+
+// timeText shows a time to the second, in RFC 3339 so that it can be pasted into BRANCH@TIME.
+func (g *globalOptions) timeText(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.In(g.env.loc).Format(time.RFC3339)
+}
+
+// durationText shows how long something took: "in 1.24ms".
+func durationText(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		d = d.Round(time.Microsecond)
+	case d < time.Second:
+		d = d.Round(10 * time.Microsecond)
+	default:
+		d = d.Round(10 * time.Millisecond)
+	}
+	return "in " + d.String()
+}
+
+// table starts aligned columns.
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// orDash shows an empty field as "-".
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// colours for diffs on a terminal.
+const (
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiCyan   = "\x1b[36m"
+	ansiBold   = "\x1b[1m"
+	ansiReset  = "\x1b[0m"
+)
+
+// painter colours text when its output is a terminal (and NO_COLOR is not set).
+type painter bool
+
+func (g *globalOptions) painter(w io.Writer) painter {
+	return painter(g.env.terminal(w) && g.env.getenv("NO_COLOR") == "" && g.env.getenv("TERM") != "dumb")
+}
+
+func (p painter) paint(code, s string) string {
+	if !p {
+		return s
+	}
+	return code + s + ansiReset
+}

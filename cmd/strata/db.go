@@ -1,0 +1,17 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// newDBCommand is `strata db`: create, list and drop databases.
+func newDBCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "db",
+		Short: "Create, list and drop databases",
+		Long: `A database is one file, NAME.strata, in the data directory (--data, env STRATA_DATA, default
+./strata-data). Each has its own history, branches and snapshots, starting with revision 1 on branch main.`,
+		Args: cobra.NoArgs,
+		RunE: action(func(cmd *cobra.Command, _ []string) error { return cmd.Help() }),
+	}
+	cmd.AddCommand(newDBCreateCommand(g), newDBListCommand(g), newDBDropCommand(g))
+	return cmd
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-db/strata/snapshots"
+)
+
+type dbDropOptions struct {
+	yes  bool
+	json bool
+}
+
+func newDBDropCommand(g *globalOptions) *cobra.Command {
+	o := &dbDropOptions{}
+	cmd := &cobra.Command{
+		Use:   "drop NAME --yes",
+		Short: "Delete a database and all its history",
+		Long: `Delete a database file, with every revision, branch and snapshot in it. This cannot be undone, so it
+asks for --yes.`,
+		Args: args(1, 1),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			if !o.yes {
+				return invalidf("dropping database %s deletes it with all its history and cannot be undone; run again with --yes to confirm", args[0])
+			}
+			return dropDB(cmd.Context(), cmd.OutOrStdout(), g, o, args[0])
+		}),
+	}
+	cmd.Flags().BoolVar(&o.yes, "yes", false, "confirm: delete the database and its history")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	return cmd
+}
+
+func dropDB(ctx context.Context, w io.Writer, g *globalOptions, o *dbDropOptions, name string) (err error) {
+	if err := snapshots.ValidDatabaseName(name); err != nil {
+		return err
+	}
+	dir, err := g.openDir(false)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := dir.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	info, err := dir.Info(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := dir.Drop(ctx, name); err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(w, struct {
+			Dropped   string `json:"dropped"`
+			Revisions uint64 `json:"revisions"`
+		}{name, info.Revisions})
+	}
+	_, err = fmt.Fprintf(w, "dropped database %s (%d revisions)\n", name, info.Revisions)
+	return err
+}

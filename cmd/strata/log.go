@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-db/strata/snapshots"
+)
+
+type logOptions struct {
+	path   string
+	branch string
+	limit  int
+	json   bool
+}
+
+func newLogCommand(g *globalOptions) *cobra.Command {
+	o := &logOptions{}
+	cmd := &cobra.Command{
+		Use:   "log DB [RESOURCE[/path]]",
+		Short: "List revisions, newest first: all of them, or those that changed a resource or a path",
+		Long: `List the revisions of a branch (default main), newest first, following first parents, one per line:
+
+  REVISION  TIME  AUTHOR  TOOL  MESSAGE  [RESOURCES CHANGED]
+
+With RESOURCE, only the revisions that changed it; with --path (or RESOURCE/path), only those that changed
+the value at that JSON Pointer inside it. Times are RFC 3339, ready for --at BRANCH@TIME.`,
+		Example: `  strata log shop
+  strata log shop catalog --path /products/0/price
+  strata log shop --branch try-sale -n 5`,
+		Args: args(1, 2),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			if o.limit <= 0 {
+				return usageErrorf("-n must be at least 1, not %d", o.limit)
+			}
+			q := snapshots.HistoryQuery{Branch: o.branch, Limit: o.limit}
+			if len(args) == 2 {
+				var err error
+				if q.Resource, q.Path, err = splitResourcePath(args[1]); err != nil {
+					return err
+				}
+			}
+			if o.path != "" {
+				if q.Resource == "" {
+					return usageErrorf("--path needs a RESOURCE: strata log DB RESOURCE --path %s", o.path)
+				}
+				if len(q.Path) > 0 {
+					return usageErrorf("give the path once: as RESOURCE/path or as --path, not both")
+				}
+				p, err := pointerFlag(o.path)
+				if err != nil {
+					return err
+				}
+				q.Path = p
+			}
+			return showLog(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), g, o, args[0], q)
+		}),
+	}
+	cmd.Flags().StringVarP(&o.path, "path", "p", "", "only revisions that changed the value at this JSON Pointer inside RESOURCE")
+	cmd.Flags().StringVarP(&o.branch, "branch", "b", snapshots.Main, "the branch whose history to list")
+	cmd.Flags().IntVarP(&o.limit, "max-count", "n", 50, "list at most this many revisions")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	return cmd
+}
+
+func showLog(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *logOptions, dbName string, q snapshots.HistoryQuery) error {
+	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
+		if q.Resource != "" {
+			if err := snapshots.ValidResourceName(q.Resource); err != nil {
+				return err
+			}
+		}
+		page, err := db.History(ctx, q)
+		if err != nil {
+			return err
+		}
+		if o.json {
+			revs := make([]revisionJSON, len(page.Revisions))
+			for i, r := range page.Revisions {
+				revs[i] = revisionOf(r)
+			}
+			return writeJSON(w, struct {
+				Branch    string         `json:"branch"`
+				Resource  string         `json:"resource,omitempty"`
+				Path      string         `json:"path,omitempty"`
+				Revisions []revisionJSON `json:"revisions"`
+				More      bool           `json:"more"`
+			}{q.Branch, q.Resource, q.Path.String(), revs, page.Next != 0})
+		}
+		if len(page.Revisions) == 0 && q.Resource != "" {
+			// Nothing changed it: say so, unless the name is wrong.
+			if _, _, err := db.Get(ctx, snapshots.Ref{Branch: q.Branch}, q.Resource, nil); errors.Is(err, snapshots.ErrNotFound) {
+				return err
+			}
+		}
+		if len(page.Revisions) == 0 {
+			_, err := fmt.Fprintf(w, "no revision on %s changed %s%s\n", q.Branch, q.Resource, q.Path)
+			return err
+		}
+		tw := table(w)
+		for _, r := range page.Revisions {
+			j := revisionOf(r)
+			msg := orDash(j.Message)
+			if j.Merged != 0 {
+				msg += fmt.Sprintf(" (merged %d)", j.Merged)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", j.Revision, g.timeText(j.Time), orDash(j.Author), orDash(j.Tool),
+				oneLine(msg), resourceList(j.Resources))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if page.Next != 0 {
+			fmt.Fprintf(stderr, "strata: older revisions not shown; raise -n (now %d)\n", o.limit)
+		}
+		return nil
+	})
+}
+
+// resourceList writes the resources a revision changed: "[catalog, config]".
+func resourceList(rs []string) string {
+	if len(rs) == 0 {
+		return "[]"
+	}
+	return "[" + strings.Join(rs, ", ") + "]"
+}
+
+// oneLine keeps a message on one line of a listing.
+func oneLine(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
