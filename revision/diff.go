@@ -167,7 +167,7 @@ func (d *differ) small(p Pointer, a, b Value) error {
 	if err != nil {
 		return err
 	}
-	patch, err := jsondiff.CompareWithoutMarshal(x, y, jsondiff.Factorize())
+	patch, err := jsondiff.CompareWithoutMarshal(x, y, jsondiff.Factorize(), jsondiff.LCS())
 	if err != nil {
 		return err
 	}

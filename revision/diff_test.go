@@ -129,3 +129,15 @@ func TestDiffSmallContainerOverLargeSubtrees(t *testing.T) {
 		t.Fatalf("visited %d: %s", d.Visited, opsString(d))
 	}
 }
+
+// Removing one element of a small array and appending another is a remove and an add, not a rewrite of every
+// position in between.
+func TestDiffSmallArrayAlignsElements(t *testing.T) {
+	f, _ := newForest(t)
+	a := mustImport(t, f, `[{"id":1},{"id":2},{"id":3},{"id":4},{"id":5},{"id":6}]`)
+	b := mustImport(t, f, `[{"id":1},{"id":3},{"id":4},{"id":5},{"id":6},{"id":7}]`)
+	d := checkDiffRoundTrip(t, f, a, b)
+	if len(d.Operations) > 2 {
+		t.Fatalf("want a remove and an add, got %s", opsString(d))
+	}
+}

@@ -414,3 +414,16 @@ func TestInTxLandsWithTheRevision(t *testing.T) {
 		t.Fatal("the revision landed without its InTx record")
 	}
 }
+
+func TestUnchangedWriteMakesNoRevision(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t, store.NewMemBackend())
+	r := must(db.Put(ctx, "doc", []byte(`{"a":1}`), WriteOptions{}))
+	again := must(db.Put(ctx, "doc", []byte(`{ "a" : 1 }`), WriteOptions{}))
+	if !again.Unchanged || again.Revision != r.Revision {
+		t.Fatalf("identical put: %+v", again)
+	}
+	if st := must(db.Resolve(ctx, Ref{})); st.Rev.Number != r.Revision {
+		t.Fatal("an unchanged write made a revision")
+	}
+}

@@ -40,7 +40,8 @@ type Result struct {
 	Resources []string  `json:"resources"`
 	NewNodes  int       `json:"new_nodes"`
 	NewBytes  int64     `json:"new_bytes"`
-	Replayed  bool      `json:"replayed,omitempty"` // an earlier write with the same idempotency key
+	Replayed  bool      `json:"replayed,omitempty"`  // an earlier write with the same idempotency key
+	Unchanged bool      `json:"unchanged,omitempty"` // the write changed nothing: no revision was made; Revision is the head
 }
 
 // changeFunc computes a new root from the branch head. It may build nodes through f (they are returned in the
@@ -380,6 +381,13 @@ func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads m
 		change, extra, err := r.change(r.ctx, f, State{Rev: head, Root: root, Branch: b.Name})
 		if err != nil {
 			r.done <- outcome{err: err}
+			continue
+		}
+		if change.Root == root && len(extra) == 0 {
+			// Nothing changes: no empty revision; the answer names the head as it is.
+			res := resultOf(head, false)
+			res.Unchanged, res.Resources, res.NewNodes, res.NewBytes = true, []string{}, 0, 0
+			r.done <- outcome{res: res}
 			continue
 		}
 		if _, err := ov.PutNodes(r.ctx, change.Nodes); err != nil {

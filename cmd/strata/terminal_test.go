@@ -152,7 +152,7 @@ func TestWritesRecordAuthorAndTool(t *testing.T) {
 	s := newSession(t, false, nil)
 	s.setup()
 	s.must("", "revert", "shop", "v1")
-	s.must("", "restore", "shop", "doc/a", "--from", "4")
+	s.must("", "restore", "shop", "doc/a", "--from", "3") // a = 2 there, 1 after the revert
 	out := s.must("", "log", "shop", "--json")
 	for _, want := range []string{`"tool": "cli import"`, `"tool": "cli revert"`, `"tool": "cli restore"`, `"author": "ada"`} {
 		if !strings.Contains(out, want) {
