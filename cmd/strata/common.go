@@ -184,6 +184,10 @@ type writeResult struct {
 
 // printWrite reports a committed revision: "revision 5 on main: <what>; changed catalog".
 func printWrite(w io.Writer, res *snapshots.Result, what string) error {
+	if res.Unchanged {
+		_, err := fmt.Fprintf(w, "no change: %s is still at revision %d (no revision made)\n", res.Branch, res.Revision)
+		return err
+	}
 	changed := "no change"
 	if len(res.Resources) > 0 {
 		changed = "changed " + strings.Join(res.Resources, ", ")
