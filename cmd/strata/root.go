@@ -74,8 +74,8 @@ func defaultDataDir(getenv func(string) string) string {
 // planned are the commands of DESIGN.md §5 that are not built yet; asking for one says so instead of "unknown".
 var planned = map[string]string{
 	"mcp": "the MCP server", "serve": "the MCP server",
-	"bisect": "jq queries", "check": "the storage checks", "gc": "garbage collection",
-	"query": "jq queries", "plans": "guardrails", "approve": "guardrails", "reject": "guardrails", "audit": "guardrails",
+	"bisect": "jq queries",
+	"query":  "jq queries", "plans": "guardrails", "approve": "guardrails", "reject": "guardrails", "audit": "guardrails",
 	"bench": "the benchmark suite",
 }
 
@@ -163,6 +163,8 @@ Start with 'strata demo', or: strata db create shop && strata import shop catalo
 		newPromoteCommand(g),
 		newRevertCommand(g),
 		newRestoreCommand(g),
+		newCheckCommand(g),
+		newGCCommand(g),
 	)
 	return root
 }
