@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestMCPOverStdio runs `strata mcp --writes branches` through the CLI entry point and talks to it with the go-sdk
+// client over pipes, as an agent's client would over a subprocess's stdin and stdout.
+func TestMCPOverStdio(t *testing.T) {
+	s := newSession(t, false, nil)
+	s.setup()
+	clientIn, serverOut := io.Pipe()
+	serverIn, clientOut := io.Pipe()
+	done := make(chan int, 1)
+	var stderr strings.Builder
+	go func() {
+		done <- runIn(s.e, []string{"--data", s.data, "mcp", "--writes", "branches"}, serverIn, serverOut, &stderr)
+		serverOut.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcpsdk.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, tl := range tools.Tools {
+		names[tl.Name] = true
+	}
+	if !names["read"] || !names["create_branch"] || !names["put"] {
+		t.Fatalf("tools: %v", names)
+	}
+	call := func(name string, args string) *mcpsdk.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res
+	}
+	text := func(r *mcpsdk.CallToolResult) string { return r.Content[0].(*mcpsdk.TextContent).Text }
+	// Read what the CLI wrote; the agent works on a branch; main is protected.
+	if r := call("read", `{"database":"shop","resource":"doc","path":"/a"}`); r.IsError || !strings.Contains(text(r), "2") {
+		t.Fatalf("read: %s", text(r))
+	}
+	call("create_branch", `{"database":"shop","name":"agent-work"}`)
+	if r := call("update", `{"database":"shop","resource":"doc","path":"/a","value":12345678901234567891,"branch":"agent-work"}`); r.IsError {
+		t.Fatalf("update on a branch: %s", text(r))
+	}
+	if r := call("update", `{"database":"shop","resource":"doc","path":"/a","value":1}`); !r.IsError || !strings.HasPrefix(text(r), "CONFIRMATION_REQUIRED") {
+		t.Fatalf("a write to main must need confirmation: %s", text(r))
+	}
+	cs.Close()
+	clientOut.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("strata mcp exited %d: %s", code, stderr.String())
+	}
+	// The person at the terminal sees the agent's change on its branch, exact, and main untouched.
+	if got := s.must("", "get", "shop", "doc/a", "--at", "agent-work"); got != "12345678901234567891\n" {
+		t.Fatalf("branch value %q", got)
+	}
+	if got := s.must("", "get", "shop", "doc/a"); got != "2\n" {
+		t.Fatalf("main value %q", got)
+	}
+}

@@ -1,0 +1,252 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/snapshots"
+)
+
+// args are a call's decoded arguments. Payloads (value, operations) keep their exact raw text; everything else is
+// decoded strictly by its declared kind.
+type args struct {
+	present map[string]bool
+	strs    map[string]string
+	ints    map[string]uint64
+	bools   map[string]bool
+	times   map[string]time.Time
+	raws    map[string]json.RawMessage
+}
+
+func (a *args) has(name string) bool            { return a.present[name] }
+func (a *args) str(name string) string          { return a.strs[name] }
+func (a *args) uint(name string) uint64         { return a.ints[name] }
+func (a *args) boolean(name string) bool        { return a.bools[name] }
+func (a *args) time(name string) time.Time      { return a.times[name] }
+func (a *args) raw(name string) json.RawMessage { return a.raws[name] }
+
+var plainInteger = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
+
+// decodeArgs decodes the raw arguments of a call against the tool's parameters. It reads the bytes of the request
+// itself, never a map[string]any round trip: it refuses invalid UTF-8 and duplicate names, and keeps payloads as the
+// exact text the client sent, so that a 20-digit integer survives. Every fault is collected, so that one refusal
+// lists them all; nothing runs when there is one.
+func decodeArgs(t *toolSpec, data json.RawMessage) (*args, error) {
+	a := &args{present: map[string]bool{}, strs: map[string]string{}, ints: map[string]uint64{},
+		bools: map[string]bool{}, times: map[string]time.Time{}, raws: map[string]json.RawMessage{}}
+	if !utf8.Valid(data) {
+		return nil, newError(codeInvalidArgument, "the arguments are not valid UTF-8; nothing was done")
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || string(data) == "null" {
+		data = []byte("{}")
+	}
+	var faults, near []string
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, newError(codeInvalidArgument, "the arguments must be a JSON object, such as {\"database\": \"shop\"}; nothing was done")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, newError(codeInvalidArgument, "the arguments are not valid JSON: %v; nothing was done", err)
+		}
+		name, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, newError(codeInvalidArgument, "the arguments are not valid JSON: %v; nothing was done", err)
+		}
+		if a.present[name] {
+			faults = append(faults, fmt.Sprintf("argument %q is given twice", clip(name)))
+			continue
+		}
+		a.present[name] = true
+		p, ok := t.param(name)
+		if !ok {
+			msg := fmt.Sprintf("unknown argument %q", clip(name))
+			if s := closestNames(name, t.paramNames()); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %s?)", quoteAll(s))
+				near = append(near, s...)
+			}
+			faults = append(faults, msg)
+			continue
+		}
+		if f := a.decode(p, raw); f != "" {
+			faults = append(faults, f)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, newError(codeInvalidArgument, "the arguments are not valid JSON: %v; nothing was done", err)
+	}
+	for _, p := range t.params {
+		if p.required && !a.present[p.name] {
+			faults = append(faults, fmt.Sprintf("missing argument %q (%s)", p.name, p.desc))
+		}
+	}
+	if len(faults) > 0 {
+		e := newError(codeInvalidArgument, "%s refused its arguments, and nothing was done: %s", t.name, strings.Join(faults, "; "))
+		e.Hint = "the arguments of " + t.name + " are: " + strings.Join(t.paramNames(), ", ")
+		slices.Sort(near)
+		e.DidYouMean = slices.Compact(near)
+		return nil, e
+	}
+	return a, nil
+}
+
+// decode checks and stores one argument; it returns a fault, or "".
+func (a *args) decode(p param, raw json.RawMessage) string {
+	shown := clip(string(raw))
+	switch p.kind {
+	case kString, kTime:
+		var s string
+		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+			return fmt.Sprintf("argument %q must be a string, not %s", p.name, shown)
+		}
+		if p.kind == kTime {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return fmt.Sprintf("argument %q must be an RFC 3339 time such as \"2026-03-14T09:00:00Z\", not %q", p.name, clip(s))
+			}
+			a.times[p.name] = t
+		}
+		if len(p.enum) > 0 && !slices.Contains(p.enum, s) {
+			return fmt.Sprintf("argument %q must be one of %s, not %q", p.name, quoteAll(p.enum), clip(s))
+		}
+		a.strs[p.name] = s
+	case kInteger:
+		n, err := strconv.ParseUint(string(raw), 10, 64)
+		if !plainInteger.Match(raw) || err != nil {
+			return fmt.Sprintf("argument %q must be a whole number, not %s", p.name, shown)
+		}
+		if n < p.min || (p.max > 0 && n > p.max) {
+			if p.max > 0 {
+				return fmt.Sprintf("argument %q must be from %d to %d, not %d", p.name, p.min, p.max, n)
+			}
+			return fmt.Sprintf("argument %q must be at least %d, not %d", p.name, p.min, n)
+		}
+		a.ints[p.name] = n
+	case kBoolean:
+		switch string(raw) {
+		case "true":
+			a.bools[p.name] = true
+		case "false":
+			a.bools[p.name] = false
+		default:
+			return fmt.Sprintf("argument %q must be true or false, not %s", p.name, shown)
+		}
+	case kJSON:
+		a.raws[p.name] = raw
+	case kPatch:
+		if len(raw) == 0 || raw[0] != '[' {
+			return fmt.Sprintf("argument %q must be an array of RFC 6902 operations such as [{\"op\":\"add\",\"path\":\"/a\",\"value\":1}], not %s", p.name, shown)
+		}
+		a.raws[p.name] = raw
+	}
+	return ""
+}
+
+// clip shortens a caller's text for a message.
+func clip(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	cut := 80
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// closestNames returns up to three names near name, nearest first. Case, '_' and '-' do not count, so that
+// expectedHead finds expected_head.
+func closestNames(name string, names []string) []string {
+	norm := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+	}
+	n := norm(name)
+	type cand struct {
+		s string
+		d int
+	}
+	limit := max(1, min(3, len(n)/3))
+	var cs []cand
+	for _, c := range names {
+		cn := norm(c)
+		switch d := distance(n, cn); {
+		case d <= limit:
+			cs = append(cs, cand{c, d})
+		case len(n) >= 3 && (strings.HasPrefix(cn, n) || strings.HasPrefix(n, cn)):
+			cs = append(cs, cand{c, limit + 1})
+		}
+	}
+	slices.SortStableFunc(cs, func(x, y cand) int { return x.d - y.d })
+	var out []string
+	for i := 0; i < len(cs) && i < 3; i++ {
+		out = append(out, cs[i].s)
+	}
+	return out
+}
+
+func distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			c := 1
+			if ra[i-1] == rb[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// pointer parses a JSON Pointer argument ("" when absent).
+func (a *args) pointer(name string) (revision.Pointer, error) {
+	p, err := revision.ParsePointer(a.str(name))
+	if err != nil {
+		return nil, fmt.Errorf("argument %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// ref builds the ref named by the fields revision, snapshot, branch and at, each with the prefix ("", "from_",
+// "to_"). given reports whether any of them was set; with none, the ref is the head of main.
+func (a *args) ref(prefix string) (ref snapshots.Ref, given bool, err error) {
+	rev, snap, branch, at := prefix+"revision", prefix+"snapshot", prefix+"branch", prefix+"at"
+	var set []string
+	for _, n := range []string{rev, snap, branch} {
+		if a.has(n) {
+			set = append(set, n)
+		}
+	}
+	if len(set) > 1 {
+		return ref, true, newError(codeInvalidArgument, "%s name different states: give one of %s, %s or %s (%s may take %s)",
+			strings.Join(set, " and "), rev, snap, branch, branch, at)
+	}
+	if a.has(at) && (a.has(rev) || a.has(snap)) {
+		return ref, true, newError(codeInvalidArgument, "%s applies to a branch, not to %s or %s: give %s with %s (default main)",
+			at, rev, snap, branch, at)
+	}
+	ref = snapshots.Ref{Revision: a.uint(rev), Snapshot: a.str(snap), Branch: a.str(branch), At: a.time(at)}
+	if a.has(at) && ref.Branch == "" {
+		ref.Branch = snapshots.Main
+	}
+	return ref, len(set) > 0 || a.has(at), nil
+}

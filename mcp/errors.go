@@ -1,0 +1,139 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/snapshots"
+)
+
+// The stable error codes of DESIGN.md §3.4. Clients and tests rely on them: keep them stable.
+const (
+	codeNotFound             = "NOT_FOUND"
+	codeInvalidArgument      = "INVALID_ARGUMENT"
+	codeInvalidPath          = "INVALID_PATH"
+	codeConflict             = "CONFLICT"
+	codePlanChanged          = "PLAN_CHANGED"
+	codePlanExpired          = "PLAN_EXPIRED"
+	codeConfirmationRequired = "CONFIRMATION_REQUIRED"
+	codeDenied               = "DENIED"
+	codeQueryError           = "QUERY_ERROR"
+	codeQueryTimeout         = "QUERY_TIMEOUT"
+	codeLimitExceeded        = "LIMIT_EXCEEDED"
+	codeUnavailable          = "UNAVAILABLE"
+)
+
+// errorCodes lists every code, for the output schemas.
+var errorCodes = []string{codeConfirmationRequired, codeConflict, codeDenied, codeInvalidArgument, codeInvalidPath,
+	codeLimitExceeded, codeNotFound, codePlanChanged, codePlanExpired, codeQueryError, codeQueryTimeout, codeUnavailable}
+
+// toolError is the structured content of an error result.
+type toolError struct {
+	Code       string         `json:"code"`
+	Message    string         `json:"message"`
+	Hint       string         `json:"hint,omitempty"`
+	Head       uint64         `json:"head,omitempty"`
+	DidYouMean []string       `json:"did_you_mean,omitempty"`
+	Conflicts  []conflictJSON `json:"conflicts,omitempty"`
+}
+
+// conflictJSON is one path a promote could not merge.
+type conflictJSON struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// codedError is an error this package makes itself (bad arguments, policy, output caps), already carrying its code.
+type codedError struct {
+	toolError
+	err error // what it wraps, if anything
+}
+
+func (e *codedError) Error() string { return e.Message }
+func (e *codedError) Unwrap() error { return e.err }
+
+func newError(code, format string, args ...any) *codedError {
+	return &codedError{toolError: toolError{Code: code, Message: fmt.Sprintf(format, args...)}}
+}
+
+func (e *codedError) withHint(format string, args ...any) *codedError {
+	e.Hint = fmt.Sprintf(format, args...)
+	return e
+}
+
+// errorFor maps any error a handler returns to its code and message: the one place where library sentinels become
+// the codes of DESIGN.md §3.4.
+//
+// Names that come from the store (the closest names of a did-you-mean, conflicting paths) never go into the message,
+// which is shown outside the untrusted-data boundary: they go into did_you_mean and conflicts, which are shown inside
+// it.
+func errorFor(err error) *toolError {
+	var ce *codedError
+	if errors.As(err, &ce) {
+		te := ce.toolError
+		return &te
+	}
+	te := &toolError{Message: err.Error()}
+	switch {
+	case errors.Is(err, snapshots.ErrNotFound), errors.Is(err, revision.ErrNotFound):
+		te.Code = codeNotFound
+	case errors.Is(err, snapshots.ErrConflict), errors.Is(err, revision.ErrTestFailed):
+		te.Code = codeConflict
+	case errors.Is(err, revision.ErrInvalidPath):
+		te.Code = codeInvalidPath
+	case errors.Is(err, revision.ErrInvalidJSON), errors.Is(err, revision.ErrInvalidPatch),
+		errors.Is(err, snapshots.ErrInvalidArgument):
+		te.Code = codeInvalidArgument
+	case errors.Is(err, revision.ErrLimit):
+		te.Code = codeLimitExceeded
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		te.Code = codeUnavailable
+		te.Message = "the call was cancelled or timed out before it finished; nothing was written unless a result said so"
+	case errors.Is(err, snapshots.ErrClosed):
+		te.Code = codeUnavailable
+		te.Hint = "the server is shutting down; retry on a new connection"
+	default:
+		te.Code = codeUnavailable
+		te.Message = "the call failed: " + err.Error()
+	}
+
+	// Take the store's names out of the message and into did_you_mean.
+	var nf *snapshots.NotFoundError
+	if errors.As(err, &nf) {
+		te.DidYouMean = nf.DidYouMean
+		te.Hint = nf.Hint
+		short := *nf
+		short.DidYouMean, short.Hint = nil, ""
+		te.Message = strings.Replace(te.Message, nf.Error(), short.Error(), 1)
+		if nf.What == "database" && te.Hint != "" {
+			te.Hint = "list_databases shows the databases there are; create_database makes one where writes are enabled"
+		}
+	}
+	var pe *revision.PathError
+	if errors.As(err, &pe) && len(pe.DidYouMean) > 0 {
+		te.DidYouMean = pe.DidYouMean
+		short := *pe
+		short.DidYouMean = nil
+		te.Message = strings.Replace(te.Message, pe.Error(), short.Error(), 1)
+	}
+	var cf *snapshots.ConflictError
+	if errors.As(err, &cf) && cf.Msg == "" && cf.Branch != "" {
+		te.Head = cf.Head
+	}
+	if len(te.DidYouMean) > 0 && te.Hint == "" {
+		te.Hint = "the closest existing names are in did_you_mean"
+	}
+	return te
+}
+
+// headline is the first line of an error's text: the code, then what was wrong and what to do.
+func (te *toolError) headline() string {
+	s := te.Code + ": " + te.Message
+	if te.Hint != "" {
+		s += "; " + te.Hint
+	}
+	return s
+}

@@ -1,0 +1,354 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/snapshots"
+)
+
+// The handlers of the read tools about change: history, show_revision, diff and path_history.
+
+// ---- history
+
+type historyOut struct {
+	Database   string         `json:"database"`
+	Branch     string         `json:"branch"`
+	Resource   string         `json:"resource,omitempty"`
+	Path       string         `json:"path,omitempty"`
+	Revisions  []revisionJSON `json:"revisions"`
+	More       bool           `json:"more"`
+	NextCursor string         `json:"next_cursor,omitempty"`
+}
+
+// pathFilter reads the resource and path arguments of history and diff: a path needs a resource.
+func (c *call) pathFilter() (string, revision.Pointer, error) {
+	if c.a.has("path") && !c.a.has("resource") {
+		return "", nil, newError(codeInvalidArgument, "path needs resource: a path is a JSON Pointer inside a resource")
+	}
+	ptr, err := c.a.pointer("path")
+	return c.a.str("resource"), ptr, err
+}
+
+func history(ctx context.Context, c *call) (string, any, error) {
+	cur, err := c.s.cursor(c.t, c.a)
+	if err != nil {
+		return "", nil, err
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	res, ptr, err := c.pathFilter()
+	if err != nil {
+		return "", nil, err
+	}
+	branch := branchOr(c.a.str("branch"))
+	q := snapshots.HistoryQuery{Branch: branch, Resource: res, Path: ptr, Limit: c.limit(50)}
+	if cur != nil {
+		q.Before = cur.Before
+	}
+	p, err := db.History(ctx, q)
+	if err != nil {
+		return "", nil, err
+	}
+	revs := make([]revisionJSON, len(p.Revisions))
+	for i, r := range p.Revisions {
+		revs[i] = revisionOf(r, maxMessage)
+	}
+	out := historyOut{Database: c.a.str("database"), Branch: branch, Resource: res}
+	if res != "" {
+		out.Path = ptr.String()
+	}
+	var cut bool
+	out.Revisions, cut = page(revs, len(revs), c.s.budget())
+	next := p.Next
+	if cut {
+		next = out.Revisions[len(out.Revisions)-1].Revision
+	}
+	if next != 0 {
+		out.More = true
+		out.NextCursor = c.s.newCursor(c.t, c.a, cursorState{Before: next})
+	}
+	return fmt.Sprintf("%d revision(s) of branch %s, newest first%s.", len(out.Revisions), branch, moreText(out.More)), out, nil
+}
+
+// ---- show_revision
+
+type showRevisionOut struct {
+	Database  string    `json:"database"`
+	Revision  uint64    `json:"revision"`
+	Parent    uint64    `json:"parent,omitempty"`
+	Merged    uint64    `json:"merged,omitempty"`
+	Branch    string    `json:"branch"`
+	Time      time.Time `json:"time"`
+	Author    string    `json:"author"`
+	Tool      string    `json:"tool"`
+	Message   string    `json:"message"`
+	Resources []string  `json:"resources"`
+	NewNodes  int       `json:"new_nodes"`
+	NewBytes  int64     `json:"new_bytes"`
+	Changes   changes   `json:"changes"`
+}
+
+type changes struct {
+	Counts         revision.Counts `json:"counts"`
+	CountsComplete bool            `json:"counts_complete"`
+	Operations     []diffOp        `json:"operations"`
+	More           bool            `json:"more"`
+}
+
+// diffOp is one operation of a diff as the tools show it.
+type diffOp struct {
+	Op       string          `json:"op"`
+	Path     string          `json:"path"`
+	From     string          `json:"from,omitempty"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	OldValue json.RawMessage `json:"old_value,omitempty"`
+}
+
+// showOps is how many operations show_revision computes.
+const showOps = 50
+
+func showRevision(ctx context.Context, c *call) (string, any, error) {
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	d, err := db.ShowRevision(ctx, c.a.uint("revision"), showOps+1)
+	if err != nil {
+		return "", nil, err
+	}
+	r := revisionOf(d.Rev, 0)
+	out := showRevisionOut{Database: c.a.str("database"), Revision: r.Revision, Parent: r.Parent, Merged: r.Merged,
+		Branch: r.Branch, Time: r.Time, Author: r.Author, Tool: r.Tool, Message: r.Message, Resources: r.Resources,
+		NewNodes: d.Rev.NewNodes, NewBytes: d.Rev.NewBytes}
+	head, _, _ := marshalData(out)
+	ops := d.Diff.Operations
+	more := len(ops) > showOps
+	if more {
+		ops = ops[:showOps]
+	}
+	shown, cut, _ := fitOps(ops, c.s.budget()-len(head))
+	out.Changes = changes{Counts: d.Diff.Counts, CountsComplete: !d.Diff.Truncated, Operations: shown, More: more || cut}
+	if len(out.Message) > c.s.budget()/2 {
+		out.Message = clipText(out.Message, c.s.budget()/2)
+	}
+	return fmt.Sprintf("revision %d on %s: %d added, %d removed, %d replaced, %d moved%s.", r.Revision, r.Branch,
+		d.Diff.Counts.Added, d.Diff.Counts.Removed, d.Diff.Counts.Replaced, d.Diff.Counts.Moved, countsNote(!d.Diff.Truncated)), out, nil
+}
+
+func countsNote(complete bool) string {
+	if complete {
+		return ""
+	}
+	return " (at least: the change is larger than the operations computed)"
+}
+
+// fitOps converts operations, keeping them while they fit the budget. A value too big for the budget is replaced by
+// an $elided marker (elided reports that), so that one huge value never stops the list. cut reports operations left
+// out.
+func fitOps(ops []revision.DiffOp, budget int) (out []diffOp, cut, elidedAny bool) {
+	out = []diffOp{}
+	used := 0
+	perValue := max(budget/4, 200)
+	for _, o := range ops {
+		op := diffOp{Op: o.Op, Path: o.Path, From: o.From, Value: o.Value, OldValue: o.OldValue}
+		for _, v := range []*json.RawMessage{&op.Value, &op.OldValue} {
+			if *v != nil && shownLen(*v) > perValue {
+				*v = elidedRaw(*v, o.Path)
+				elidedAny = true
+			}
+		}
+		b, _, _ := marshalData(op)
+		if used+len(b)+1 > budget {
+			return out, true, elidedAny
+		}
+		used += len(b) + 1
+		out = append(out, op)
+	}
+	return out, false, elidedAny
+}
+
+// elidedRaw is the marker for a raw JSON value left out.
+func elidedRaw(raw json.RawMessage, p string) json.RawMessage {
+	kind := "string"
+	switch raw[0] {
+	case '{':
+		kind = "object"
+	case '[':
+		kind = "array"
+	case 't', 'f':
+		kind = "boolean"
+	case 'n':
+		kind = "null"
+	case '"':
+	default:
+		kind = "number"
+	}
+	b, _ := json.Marshal(elided{Elided: kind, Path: p, Bytes: uint64(len(raw))})
+	return b
+}
+
+// ---- diff
+
+type diffOut struct {
+	Database       string          `json:"database"`
+	FromRevision   uint64          `json:"from_revision"`
+	FromBranch     string          `json:"from_branch,omitempty"`
+	ToRevision     uint64          `json:"to_revision"`
+	ToBranch       string          `json:"to_branch,omitempty"`
+	Resource       string          `json:"resource,omitempty"`
+	Path           string          `json:"path,omitempty"`
+	Counts         revision.Counts `json:"counts"`
+	CountsComplete bool            `json:"counts_complete"`
+	Operations     []diffOp        `json:"operations"`
+	More           bool            `json:"more"`
+	NextCursor     string          `json:"next_cursor,omitempty"`
+	Truncated      bool            `json:"truncated"`
+}
+
+func diff(ctx context.Context, c *call) (string, any, error) {
+	cur, err := c.s.cursor(c.t, c.a)
+	if err != nil {
+		return "", nil, err
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	res, ptr, err := c.pathFilter()
+	if err != nil {
+		return "", nil, err
+	}
+	_, fromGiven, err := c.a.ref("from_")
+	if err != nil {
+		return "", nil, err
+	}
+	_, toGiven, err := c.a.ref("to_")
+	if err != nil {
+		return "", nil, err
+	}
+	if !fromGiven && !toGiven {
+		return "", nil, newError(codeInvalidArgument, "diff needs the states to compare: give from_revision, from_snapshot or from_branch (with from_at), and to_… the same way (each side defaults to the head of main)")
+	}
+	from, err := c.state(ctx, db, "from_", cur, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	to, err := c.state(ctx, db, "to_", cur, 1)
+	if err != nil {
+		return "", nil, err
+	}
+	limit := c.limit(100)
+	var offset int
+	if cur != nil {
+		offset = int(cur.Offset)
+	}
+	d, _, _, err := db.Diff(ctx, snapshots.Ref{Revision: from.Rev.Number}, snapshots.Ref{Revision: to.Rev.Number}, res, ptr,
+		&revision.DiffOptions{MaxOps: offset + limit + 1})
+	if err != nil {
+		return "", nil, err
+	}
+	ops := d.Operations[min(offset, len(d.Operations)):]
+	more := len(ops) > limit
+	if more {
+		ops = ops[:limit]
+	}
+	out := diffOut{Database: c.a.str("database"), FromRevision: from.Rev.Number, FromBranch: from.Branch,
+		ToRevision: to.Rev.Number, ToBranch: to.Branch, Resource: res, Counts: d.Counts, CountsComplete: !d.Truncated}
+	if res != "" {
+		out.Path = ptr.String()
+	}
+	shown, cut, elidedAny := fitOps(ops, c.s.budget()-400)
+	out.Operations, out.Truncated = shown, elidedAny
+	out.More = more || cut
+	if out.More {
+		out.NextCursor = c.s.newCursor(c.t, c.a, cursorState{Revs: []uint64{from.Rev.Number, to.Rev.Number}, Offset: uint64(offset + len(shown))})
+	}
+	return fmt.Sprintf("revision %d → %d: %d added, %d removed, %d replaced, %d moved%s; %d operation(s) shown%s.",
+		from.Rev.Number, to.Rev.Number, d.Counts.Added, d.Counts.Removed, d.Counts.Replaced, d.Counts.Moved,
+		countsNote(!d.Truncated), len(shown), moreText(out.More)), out, nil
+}
+
+// ---- path_history
+
+type pathChangeJSON struct {
+	revisionJSON
+	Before json.RawMessage `json:"before,omitempty"`
+	After  json.RawMessage `json:"after,omitempty"`
+}
+
+type pathHistoryOut struct {
+	Database   string           `json:"database"`
+	Branch     string           `json:"branch"`
+	Resource   string           `json:"resource"`
+	Path       string           `json:"path"`
+	Changes    []pathChangeJSON `json:"changes"`
+	More       bool             `json:"more"`
+	NextCursor string           `json:"next_cursor,omitempty"`
+}
+
+func pathHistory(ctx context.Context, c *call) (string, any, error) {
+	cur, err := c.s.cursor(c.t, c.a)
+	if err != nil {
+		return "", nil, err
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	ptr, err := c.a.pointer("path")
+	if err != nil {
+		return "", nil, err
+	}
+	branch := branchOr(c.a.str("branch"))
+	res := c.a.str("resource")
+	var before uint64
+	if cur != nil {
+		before = cur.Before
+	}
+	chs, next, err := db.PathHistory(ctx, branch, res, ptr, c.limit(20), before)
+	if err != nil {
+		return "", nil, err
+	}
+	budget := c.s.budget()
+	perValue := max(budget/8, 200)
+	value := func(v revision.Value) (json.RawMessage, error) {
+		if !v.IsValid() {
+			return nil, nil
+		}
+		if v.Size() > uint64(perValue) {
+			return elisionOf(v, ptr.String()), nil
+		}
+		b, err := db.Forest().JSON(ctx, v)
+		if err == nil && shownLen(b) > perValue {
+			b = elisionOf(v, ptr.String())
+		}
+		return b, err
+	}
+	all := make([]pathChangeJSON, len(chs))
+	for i, ch := range chs {
+		all[i].revisionJSON = revisionOf(ch.Rev, maxMessage)
+		if all[i].Before, err = value(ch.Before); err != nil {
+			return "", nil, err
+		}
+		if all[i].After, err = value(ch.After); err != nil {
+			return "", nil, err
+		}
+	}
+	out := pathHistoryOut{Database: c.a.str("database"), Branch: branch, Resource: res, Path: ptr.String()}
+	var cut bool
+	out.Changes, cut = page(all, len(all), budget)
+	if cut {
+		next = out.Changes[len(out.Changes)-1].Revision
+	}
+	if next != 0 {
+		out.More = true
+		out.NextCursor = c.s.newCursor(c.t, c.a, cursorState{Before: next})
+	}
+	return fmt.Sprintf("%d change(s) of %s%s on branch %s, newest first%s.", len(out.Changes), res, ptr, branch, moreText(out.More)), out, nil
+}

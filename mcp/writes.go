@@ -1,0 +1,606 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/snapshots"
+	"github.com/strata-db/strata/store"
+)
+
+// The write tools of DESIGN.md §3.3, registered only when the operator enables writes. Every revision they make
+// records the principal as its author, the tool's name as its tool and the message argument as its message.
+//
+// TODO(next slice): transform (with package query) and apply_plan (with the guardrails).
+
+// writeOut is what a write that committed a revision answers.
+type writeOut struct {
+	Database  string    `json:"database"`
+	Revision  uint64    `json:"revision"`
+	Branch    string    `json:"branch"`
+	Parent    uint64    `json:"parent,omitempty"`
+	Time      time.Time `json:"time"`
+	Resources []string  `json:"resources"`
+	NewNodes  int       `json:"new_nodes"`
+	NewBytes  int64     `json:"new_bytes"`
+	Replayed  bool      `json:"replayed"`
+}
+
+var writeOutProps = []prop{
+	oDatabase,
+	{"revision", intS("the revision this write committed")},
+	{"branch", strS("the branch it was committed on")},
+	{"parent", intS("the revision it was made on")},
+	{"time", strS("when it was committed (RFC 3339)")},
+	{"resources", strArrS("the resources it changed", "a resource name")},
+	{"new_nodes", intS("how many storage nodes it added")},
+	{"new_bytes", intS("how many bytes of storage it added")},
+	{"replayed", boolS("true when an earlier call with the same idempotency_key had already committed it: that call's result, nothing new was written")},
+}
+
+var writeOutRequired = []string{"database", "revision", "branch", "time", "resources", "new_nodes", "new_bytes", "replayed"}
+
+func writeOutSchema(desc string) schema {
+	return outputSchema(desc, writeOutRequired, writeOutProps...)
+}
+
+func (c *call) writeOut(res *snapshots.Result) writeOut {
+	out := writeOut{Database: c.a.str("database"), Revision: res.Revision, Branch: res.Branch, Parent: res.Parent,
+		Time: res.Time, Resources: res.Resources, NewNodes: res.NewNodes, NewBytes: res.NewBytes, Replayed: res.Replayed}
+	if out.Resources == nil {
+		out.Resources = []string{}
+	}
+	return out
+}
+
+// writeSummary says what a committed write did.
+func writeSummary(res *snapshots.Result, what string) string {
+	if res.Replayed {
+		return fmt.Sprintf("revision %d on %s: already committed by an earlier call with this idempotency_key; nothing new was written.", res.Revision, res.Branch)
+	}
+	changed := "no change"
+	if len(res.Resources) > 0 {
+		changed = "changed " + strings.Join(res.Resources, ", ")
+	}
+	return fmt.Sprintf("revision %d on %s: %s; %s.", res.Revision, res.Branch, what, changed)
+}
+
+// writeOptions are the library's write options for this call.
+func (c *call) writeOptions() snapshots.WriteOptions {
+	w := snapshots.WriteOptions{Branch: c.a.str("branch"), ExpectedHead: c.a.uint("expected_head"),
+		Message: c.a.str("message"), Author: c.s.cfg.Principal, Tool: c.t.name}
+	if k := c.a.str("idempotency_key"); k != "" {
+		// Keys are the caller's own: two principals that happen to pick the same key do not get each other's results.
+		w.IdempotencyKey = "mcp\x00" + c.s.cfg.Principal + "\x00" + k
+	}
+	return w
+}
+
+var (
+	pValue = param{name: "value", kind: kJSON, required: true,
+		desc: "the JSON value: any JSON (object, array, string, number, boolean or null), stored exactly as written, numbers included"}
+	pName = func(what string) param {
+		return param{name: "name", kind: kString, required: true, desc: what}
+	}
+	pWritePath = param{name: "path", kind: kString,
+		desc: `JSON Pointer (RFC 6901) inside the resource: "" (the default) is the whole resource; "/-" at the end of an array path appends`}
+)
+
+func writeTools() []*toolSpec {
+	onBranch := "the branch to commit on (default main)"
+	return []*toolSpec{
+		{
+			name: "create_database", title: "Create a database", write: true,
+			desc:   "A new, empty database with branch main.",
+			params: one(param{name: "database", kind: kString, required: true, desc: `the new database's name: 1 to 64 lower-case letters, digits, "_" or "-", starting with a letter or digit`}),
+			output: writeOutSchema("The database and its first revision."),
+			handle: createDatabase,
+		},
+		{
+			name: "put", title: "Put a resource", write: true, destructive: true,
+			desc:   "Create a resource, or replace it whole, with a JSON value, as one new revision.",
+			params: params(one(pDatabase, param{name: "resource", kind: kString, required: true, desc: `the resource name: 1 to 128 letters, digits, ".", "_" or "-", starting with a letter or digit`}, pValue), writeParams(onBranch)),
+			output: writeOutSchema("The revision committed."),
+			handle: put,
+		},
+		{
+			name: "patch", title: "Patch a resource", write: true, destructive: true,
+			desc: "Apply RFC 6902 JSON Patch operations (add, remove, replace, move, copy, test) to a resource, all as one revision: if any fails (a test that does not hold, a path that does not exist), nothing is written.",
+			params: params(one(pDatabase, pResource,
+				param{name: "operations", kind: kPatch, required: true, desc: `the operations, applied in order; paths are JSON Pointers inside the resource, e.g. [{"op":"replace","path":"/price","value":10}]`}),
+				writeParams(onBranch)),
+			output: writeOutSchema("The revision committed."),
+			handle: patch,
+		},
+		{
+			name: "insert", title: "Insert a value", write: true, destructive: true,
+			desc:   `RFC 6902 add at one path inside a resource: inserts into an array ("/-" appends), adds a member to an object (replacing it if it exists), or at "" creates (or replaces) the whole resource.`,
+			params: params(one(pDatabase, pResource, pWritePath, pValue), writeParams(onBranch)),
+			output: writeOutSchema("The revision committed."),
+			handle: insert,
+		},
+		{
+			name: "update", title: "Update a value", write: true, destructive: true,
+			desc:   `RFC 6902 replace at one path inside a resource: the value there, which must exist, becomes the given value ("" replaces the whole resource).`,
+			params: params(one(pDatabase, pResource, pWritePath, pValue), writeParams(onBranch)),
+			output: writeOutSchema("The revision committed."),
+			handle: update,
+		},
+		{
+			name: "delete", title: "Delete a value", write: true, destructive: true,
+			desc:   `RFC 6902 remove at one path inside a resource; at "" (the default) the whole resource is removed. Its history stays: restore brings it back.`,
+			params: params(one(pDatabase, pResource, pWritePath), writeParams(onBranch)),
+			output: writeOutSchema("The revision committed."),
+			handle: del,
+		},
+		{
+			name: "restore", title: "Restore a value", write: true, destructive: true,
+			desc: "The value at a path inside a resource becomes what it was at an earlier state (from_revision, from_snapshot, or from_branch with from_at): undelete a resource, roll back one field. Where it did not exist then, it is removed.",
+			params: params(one(pDatabase, pResource, pWritePath),
+				refParams("from_", "the state to restore from", "its head"), writeParams(onBranch)),
+			output: writeOutSchema("The revision committed."),
+			handle: restore,
+		},
+		{
+			name: "revert", title: "Revert a branch", write: true, destructive: true,
+			desc: "A new revision on a branch whose whole state equals an earlier one: give revision, snapshot, or at (the state the branch had at that time). History is kept: revert again to undo.",
+			params: params(one(pDatabase,
+				param{name: "branch", kind: kString, desc: "the branch to revert (default main)"},
+				param{name: "revision", kind: kInteger, min: 1, desc: "the state to return to: a revision number"},
+				param{name: "snapshot", kind: kString, desc: "the state to return to: a snapshot"},
+				param{name: "at", kind: kTime, desc: `the state to return to: the revision the branch pointed to at this RFC 3339 time, such as "2026-03-14T09:00:00Z"`}),
+				writeParams("")[1:]),
+			output: writeOutSchema("The revision committed."),
+			handle: revert,
+		},
+		{
+			name: "create_branch", title: "Create a branch", write: true,
+			desc: "A new branch at a state (from_revision, from_snapshot, or from_branch with from_at; default the head of main). O(1): nothing is copied. Branch and snapshot names share one namespace.",
+			params: params(one(pDatabase, pName(`the new branch's name: letters, digits, ".", "_", "-" or "/", starting with a letter or digit, not only digits`)),
+				refParams("from_", "where the branch starts", "its head; default main")),
+			output: outputSchema("The branch created.", []string{"database", "branch", "revision", "base", "created", "protected"}, branchOutProps()...),
+			handle: createBranch,
+		},
+		{
+			name: "delete_branch", title: "Delete a branch", write: true, destructive: true,
+			desc:   "Drop a branch name. Its revisions stay readable by number until garbage collection, unless a snapshot or another branch keeps them.",
+			params: one(pDatabase, pName("the branch to delete")),
+			output: outputSchema("The branch deleted.", []string{"database", "branch", "revision", "base", "created", "protected"}, branchOutProps()...),
+			handle: deleteBranch,
+		},
+		{
+			name: "create_snapshot", title: "Create a snapshot", write: true,
+			desc: "An immutable name for a state (revision, snapshot, or branch with at; default the head of main), with an optional note. O(1). It keeps that revision from garbage collection.",
+			params: params(one(pDatabase, pName(`the snapshot's name: letters, digits, ".", "_", "-" or "/", starting with a letter or digit, not only digits`)),
+				refParams("", "the state to name", "its head; default main"),
+				one(param{name: "note", kind: kString, desc: "a note kept with the snapshot"})),
+			output: outputSchema("The snapshot created.", []string{"database", "snapshot", "revision", "created"}, snapshotOutProps()...),
+			handle: createSnapshot,
+		},
+		{
+			name: "delete_snapshot", title: "Delete a snapshot", write: true, destructive: true,
+			desc:   "Remove a snapshot name. The revision stays as long as a branch reaches it.",
+			params: one(pDatabase, pName("the snapshot to delete")),
+			output: outputSchema("The snapshot deleted.", []string{"database", "snapshot", "revision", "created"}, snapshotOutProps()...),
+			handle: deleteSnapshot,
+		},
+		{
+			name: "promote", title: "Promote a branch", write: true, destructive: true,
+			desc: "Bring a branch's changes into another branch (into, default main): a fast-forward when into has not moved since the branch left it, else a three-way merge by path as a new revision. Paths both sides changed differently are listed as conflicts, and nothing is written.",
+			params: one(pDatabase,
+				param{name: "branch", kind: kString, required: true, desc: "the branch whose changes to bring"},
+				param{name: "into", kind: kString, desc: "the branch to bring them into (default main)"},
+				param{name: "expected_head", kind: kInteger, min: 1, desc: "refuse with CONFLICT unless the head of into is this revision"},
+				param{name: "message", kind: kString, desc: "why: recorded with the revision"},
+				param{name: "idempotency_key", kind: kString, desc: "a key of your choice: a retried promote with the same key returns the original result instead of committing twice"}),
+			output: outputSchema("The revision committed on into.", append(slices.Clone(writeOutRequired), "fast_forward"),
+				append(slices.Clone(writeOutProps),
+					prop{"fast_forward", boolS("true when into simply moved to the branch's head")},
+					prop{"merged", intS("the branch revision brought in")})...),
+			handle: promote,
+		},
+	}
+}
+
+// ---- create_database
+
+func createDatabase(ctx context.Context, c *call) (string, any, error) {
+	name := c.a.str("database")
+	db, err := c.s.dir.Create(ctx, name, c.s.cfg.Principal)
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := db.Resolve(ctx, snapshots.Ref{})
+	if err != nil {
+		return "", nil, err
+	}
+	out := writeOut{Database: name, Revision: st.Rev.Number, Branch: st.Rev.Branch, Time: st.Rev.Time, Resources: []string{}}
+	return fmt.Sprintf("created database %s: revision %d on main.", name, st.Rev.Number), out, nil
+}
+
+// ---- put, insert, update, delete, patch
+
+func put(ctx context.Context, c *call) (string, any, error) {
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	res := c.a.str("resource")
+	value := c.a.raw("value")
+	r, err := c.commitChecked(ctx, db, c.writeOptions(),
+		func(st snapshots.State) (bool, error) { return addOverwrites(ctx, db, st, res, nil) },
+		func(w snapshots.WriteOptions) (*snapshots.Result, error) { return db.Put(ctx, res, value, w) })
+	if err != nil {
+		return "", nil, err
+	}
+	return writeSummary(r, "put "+res), c.writeOut(r), nil
+}
+
+func insert(ctx context.Context, c *call) (string, any, error) {
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	ptr, err := c.a.pointer("path")
+	if err != nil {
+		return "", nil, err
+	}
+	res := c.a.str("resource")
+	value := c.a.raw("value")
+	r, err := c.commitChecked(ctx, db, c.writeOptions(),
+		func(st snapshots.State) (bool, error) { return addOverwrites(ctx, db, st, res, ptr) },
+		func(w snapshots.WriteOptions) (*snapshots.Result, error) {
+			if len(ptr) == 0 {
+				return db.Put(ctx, res, value, w)
+			}
+			return db.Patch(ctx, res, []revision.Operation{{Op: "add", Path: ptr.String(), Value: value, HasValue: true}}, w)
+		})
+	if err != nil {
+		return "", nil, err
+	}
+	return writeSummary(r, "insert at "+res+ptr.String()), c.writeOut(r), nil
+}
+
+func update(ctx context.Context, c *call) (string, any, error) {
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	ptr, err := c.a.pointer("path")
+	if err != nil {
+		return "", nil, err
+	}
+	res := c.a.str("resource")
+	w := c.writeOptions()
+	if err := c.refuseProtected(w.Branch, true); err != nil {
+		return "", nil, err
+	}
+	r, err := db.Patch(ctx, res, []revision.Operation{{Op: "replace", Path: ptr.String(), Value: c.a.raw("value"), HasValue: true}}, w)
+	if err != nil {
+		return "", nil, err
+	}
+	return writeSummary(r, "update at "+res+ptr.String()), c.writeOut(r), nil
+}
+
+func del(ctx context.Context, c *call) (string, any, error) {
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	ptr, err := c.a.pointer("path")
+	if err != nil {
+		return "", nil, err
+	}
+	res := c.a.str("resource")
+	w := c.writeOptions()
+	if err := c.refuseProtected(w.Branch, true); err != nil {
+		return "", nil, err
+	}
+	var r *snapshots.Result
+	if len(ptr) == 0 {
+		r, err = db.DeleteResource(ctx, res, w)
+	} else {
+		r, err = db.Patch(ctx, res, []revision.Operation{{Op: "remove", Path: ptr.String()}}, w)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	return writeSummary(r, "delete at "+res+ptr.String()), c.writeOut(r), nil
+}
+
+// patchMembers are the members an operation may have. RFC 6902 ignores others, but this server's schemas are
+// closed: a misspelt member ("vaule") is refused instead of silently ignored.
+var patchMembers = []string{"op", "path", "from", "value"}
+
+func patch(ctx context.Context, c *call) (string, any, error) {
+	raw := c.a.raw("operations")
+	ops, err := revision.ParsePatch(raw)
+	if err != nil {
+		return "", nil, err
+	}
+	var members []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err == nil {
+		var faults, near []string
+		for i, m := range members {
+			for k := range m {
+				if !slices.Contains(patchMembers, k) {
+					f := fmt.Sprintf("operation %d has an unknown member %q", i, clip(k))
+					if s := closestNames(k, patchMembers); len(s) > 0 {
+						f += fmt.Sprintf(" (did you mean %s?)", quoteAll(s))
+						near = append(near, s...)
+					}
+					faults = append(faults, f)
+				}
+			}
+		}
+		if len(faults) > 0 {
+			slices.Sort(faults)
+			e := newError(codeInvalidArgument, "patch refused its operations, and nothing was done: %s", strings.Join(faults, "; "))
+			e.Hint = "an operation has op, path, and from (move, copy) or value (add, replace, test)"
+			slices.Sort(near)
+			e.DidYouMean = slices.Compact(near)
+			return "", nil, e
+		}
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	res := c.a.str("resource")
+	r, err := c.commitChecked(ctx, db, c.writeOptions(),
+		func(st snapshots.State) (bool, error) { return patchOverwrites(ctx, db, st, res, ops) },
+		func(w snapshots.WriteOptions) (*snapshots.Result, error) { return db.Patch(ctx, res, ops, w) })
+	if err != nil {
+		return "", nil, err
+	}
+	return writeSummary(r, fmt.Sprintf("patch of %s (%d operation(s))", res, len(ops))), c.writeOut(r), nil
+}
+
+// ---- restore and revert
+
+func restore(ctx context.Context, c *call) (string, any, error) {
+	from, given, err := c.a.ref("from_")
+	if err != nil {
+		return "", nil, err
+	}
+	if !given {
+		return "", nil, newError(codeInvalidArgument, "restore needs the state to restore from: from_revision, from_snapshot, or from_branch (with from_at)")
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	ptr, err := c.a.pointer("path")
+	if err != nil {
+		return "", nil, err
+	}
+	w := c.writeOptions()
+	if err := c.refuseProtected(w.Branch, true); err != nil {
+		return "", nil, err
+	}
+	res := c.a.str("resource")
+	r, err := db.Restore(ctx, res, ptr, from, w)
+	if err != nil {
+		return "", nil, err
+	}
+	return writeSummary(r, "restore of "+res+ptr.String()), c.writeOut(r), nil
+}
+
+func revert(ctx context.Context, c *call) (string, any, error) {
+	var set []string
+	for _, n := range []string{"revision", "snapshot", "at"} {
+		if c.a.has(n) {
+			set = append(set, n)
+		}
+	}
+	if len(set) != 1 {
+		return "", nil, newError(codeInvalidArgument, "revert needs exactly one state to return to: revision, snapshot or at (got %d)", len(set))
+	}
+	w := c.writeOptions()
+	target := snapshots.Ref{Revision: c.a.uint("revision"), Snapshot: c.a.str("snapshot")}
+	if c.a.has("at") {
+		target = snapshots.Ref{Branch: branchOr(w.Branch), At: c.a.time("at")}
+	}
+	if err := c.refuseProtected(w.Branch, true); err != nil {
+		return "", nil, err
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	r, err := db.Revert(ctx, target, w)
+	if err != nil {
+		return "", nil, err
+	}
+	return writeSummary(r, "revert"), c.writeOut(r), nil
+}
+
+// ---- branches and snapshots
+
+type branchOut struct {
+	Database  string    `json:"database"`
+	Branch    string    `json:"branch"`
+	Revision  uint64    `json:"revision"`
+	Base      uint64    `json:"base"`
+	Creator   string    `json:"creator,omitempty"`
+	Created   time.Time `json:"created"`
+	Protected bool      `json:"protected"`
+}
+
+func branchOutProps() []prop {
+	return []prop{oDatabase,
+		{"branch", strS("the branch")},
+		{"revision", intS("its head revision")},
+		{"base", intS("the revision it was created from")},
+		{"creator", strS("who created it")},
+		{"created", strS("when it was created (RFC 3339)")},
+		{"protected", boolS("true when agents may change it only through a confirmed plan")}}
+}
+
+func (c *call) branchOut(b store.BranchRecord) branchOut {
+	return branchOut{Database: c.a.str("database"), Branch: b.Name, Revision: b.Head, Base: b.Base, Creator: b.Creator,
+		Created: b.Created, Protected: c.s.cfg.protected(b.Name)}
+}
+
+func createBranch(ctx context.Context, c *call) (string, any, error) {
+	from, _, err := c.a.ref("from_")
+	if err != nil {
+		return "", nil, err
+	}
+	name := c.a.str("name")
+	// A new protected branch is an additive change to it.
+	if err := c.refuseProtected(name, false); err != nil {
+		return "", nil, err
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	b, err := db.CreateBranch(ctx, name, from, c.s.cfg.Principal)
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("created branch %s at revision %d.", b.Name, b.Head), c.branchOut(b), nil
+}
+
+func deleteBranch(ctx context.Context, c *call) (string, any, error) {
+	name := c.a.str("name")
+	if c.s.cfg.protected(name) {
+		return "", nil, confirmationRequired("deleting protected branch " + name)
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	bs, err := db.Branches(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, b := range bs {
+		if b.Name == name {
+			if err := c.creatorCheck("branch", name, b.Creator); err != nil {
+				return "", nil, err
+			}
+		}
+	}
+	b, err := db.DeleteBranch(ctx, name)
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("deleted branch %s (its head was revision %d).", b.Name, b.Head), c.branchOut(b), nil
+}
+
+type snapshotOut struct {
+	Database string    `json:"database"`
+	Snapshot string    `json:"snapshot"`
+	Revision uint64    `json:"revision"`
+	Note     string    `json:"note,omitempty"`
+	Creator  string    `json:"creator,omitempty"`
+	Created  time.Time `json:"created"`
+}
+
+func snapshotOutProps() []prop {
+	return []prop{oDatabase,
+		{"snapshot", strS("the snapshot")},
+		{"revision", intS("the revision it names")},
+		{"note", strS("its note")},
+		{"creator", strS("who created it")},
+		{"created", strS("when it was created (RFC 3339)")}}
+}
+
+func (c *call) snapshotOut(l store.LabelRecord) snapshotOut {
+	return snapshotOut{Database: c.a.str("database"), Snapshot: l.Name, Revision: l.Revision, Note: clipText(l.Note, maxMessage),
+		Creator: l.Creator, Created: l.Created}
+}
+
+func createSnapshot(ctx context.Context, c *call) (string, any, error) {
+	ref, _, err := c.a.ref("")
+	if err != nil {
+		return "", nil, err
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	l, err := db.CreateSnapshot(ctx, c.a.str("name"), ref, c.a.str("note"), c.s.cfg.Principal)
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("created snapshot %s of revision %d.", l.Name, l.Revision), c.snapshotOut(l), nil
+}
+
+func deleteSnapshot(ctx context.Context, c *call) (string, any, error) {
+	name := c.a.str("name")
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	ls, err := db.Snapshots(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, l := range ls {
+		if l.Name == name {
+			if err := c.creatorCheck("snapshot", name, l.Creator); err != nil {
+				return "", nil, err
+			}
+		}
+	}
+	l, err := db.DeleteSnapshot(ctx, name)
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("deleted snapshot %s (it named revision %d).", l.Name, l.Revision), c.snapshotOut(l), nil
+}
+
+// ---- promote
+
+type promoteOut struct {
+	writeOut
+	FastForward bool   `json:"fast_forward"`
+	Merged      uint64 `json:"merged,omitempty"`
+}
+
+func promote(ctx context.Context, c *call) (string, any, error) {
+	branch := c.a.str("branch")
+	into := branchOr(c.a.str("into"))
+	w := c.writeOptions()
+	w.Branch = into
+	if err := c.refuseProtected(into, true); err != nil {
+		return "", nil, err
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	pr, err := db.Promote(ctx, branch, into, w)
+	if err != nil {
+		var ce *snapshots.ConflictError
+		if pr != nil && len(pr.Conflicts) > 0 && errors.As(err, &ce) {
+			e := &codedError{toolError: toolError{Code: codeConflict,
+				Message: fmt.Sprintf("promoting %s into %s conflicts at %d path(s), listed in conflicts; nothing was written", branch, into, len(pr.Conflicts)),
+				Hint:    "make the branch agree with " + into + " at those paths (read both sides, then patch the branch), and promote again"},
+				err: err}
+			for _, cf := range pr.Conflicts {
+				e.Conflicts = append(e.Conflicts, conflictJSON{Path: cf.Path, Reason: cf.Reason})
+			}
+			return "", nil, e
+		}
+		return "", nil, err
+	}
+	out := promoteOut{writeOut: c.writeOut(pr.Result), FastForward: pr.FastForward}
+	how := "merged"
+	if pr.FastForward {
+		how = "fast-forward"
+	}
+	if st, err := db.Resolve(ctx, snapshots.Ref{Revision: pr.Revision}); err == nil && len(st.Rev.Parents) > 1 {
+		out.Merged = st.Rev.Parents[1]
+	}
+	return writeSummary(pr.Result, fmt.Sprintf("promoted %s into %s (%s)", branch, into, how)), out, nil
+}
