@@ -55,6 +55,9 @@ func (f *Forest) AppendJSON(ctx context.Context, b []byte, v Value) ([]byte, err
 func (f *Forest) JSON(ctx context.Context, v Value) ([]byte, error) { return f.AppendJSON(ctx, nil, v) }
 
 func (jw *jsonWriter) value(enc string) error {
+	if enc == "" {
+		return errNoValue
+	}
 	switch enc[0] {
 	case codec.TagNull:
 		jw.buf = append(jw.buf, "null"...)
@@ -119,6 +122,9 @@ func (jw *jsonWriter) value(enc string) error {
 	return nil
 }
 
+// errNoValue is returned for the zero Value, which stands for "absent", not for any JSON.
+var errNoValue = fmt.Errorf("%w: no value (an absent member or element has no JSON form)", ErrNotFound)
+
 // Materialize returns v as Go values of the kinds gojq and encoding/json use: nil, bool, int (integers that fit),
 // json.Number (every other number, with its exact text), string, []any and map[string]any.
 func (f *Forest) Materialize(ctx context.Context, v Value) (any, error) {
@@ -126,6 +132,9 @@ func (f *Forest) Materialize(ctx context.Context, v Value) (any, error) {
 }
 
 func (r *reader) materialize(enc string) (any, error) {
+	if enc == "" {
+		return nil, errNoValue
+	}
 	switch enc[0] {
 	case codec.TagNull:
 		return nil, nil

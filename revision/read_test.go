@@ -103,3 +103,13 @@ func mustValue(t *testing.T, f *Forest, root Value, p string) Value {
 }
 
 func itoa(n uint64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestZeroValueIsAnErrorNotAPanic(t *testing.T) {
+	f, _ := newForest(t)
+	if _, err := f.JSON(context.Background(), Value{}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("JSON of the zero Value: %v", err)
+	}
+	if _, err := f.Materialize(context.Background(), Value{}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Materialize of the zero Value: %v", err)
+	}
+}

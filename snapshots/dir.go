@@ -44,8 +44,13 @@ func OpenDir(path string, opts *DirOptions) (*Dir, error) {
 		so := o.Shared
 		o.Backend = func(p string, create bool) (store.Backend, error) {
 			if !create {
-				if _, err := os.Stat(p); err != nil {
+				fi, err := os.Stat(p)
+				if err != nil {
 					return nil, err
+				}
+				if fi.Size() == 0 {
+					// bbolt would make a new, empty database in it: the history would be silently gone.
+					return nil, fmt.Errorf("%w: %s is empty: the database was truncated (or its creation was interrupted): restore it from a backup, or delete it and create the database again", store.ErrBadFile, p)
 				}
 			}
 			return store.OpenShared(p, &so)

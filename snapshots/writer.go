@@ -165,6 +165,9 @@ func (db *DB) clock(c store.CatalogReader) time.Time {
 
 var errRetry = errors.New("catalog moved under the batch; recompute")
 
+// noopKeysBucket marks idempotency keys whose write changed nothing, so that a retry is answered "unchanged" too.
+const noopKeysBucket = "idem-noop"
+
 // inTxError is a request's InTx refusing: the transaction is abandoned and the group retried without it.
 type inTxError struct {
 	r   *request
@@ -175,23 +178,27 @@ func (e *inTxError) Error() string { return e.err.Error() }
 
 type planned struct {
 	r      *request
-	rec    store.RevisionRecord
+	rec    store.RevisionRecord // the new revision, or for a no-op the head it leaves as it is
 	nodes  []store.Node
 	branch store.BranchRecord
+	noop   bool // the write changes nothing: no revision, but its idempotency key is recorded
 }
 
 // commitGroup computes every request of the group on the current heads (each on top of the ones before it on the
 // same branch), then writes them all in one transaction. If another process committed in between, it starts over.
+// No caller is answered on the strength of anything not yet durable: an answer that depends on an earlier request
+// of the same group (a conflict with its head, a patch that fails on its content, a write it makes a no-op) waits,
+// and is worked out again on the committed state.
 func (db *DB) commitGroup(group []*request) {
 	pending := group
-	for attempt := 0; len(pending) > 0; attempt++ {
-		if attempt == 10 {
+	for retries := 0; len(pending) > 0; {
+		if retries == 10 {
 			for _, r := range pending {
 				r.done <- outcome{err: fmt.Errorf("%w: the database kept changing under this write (another process is writing heavily); retry", ErrConflict)}
 			}
 			return
 		}
-		plans, last, startHeads, epoch, err := db.plan(pending)
+		plans, deferred, last, startHeads, epoch, err := db.plan(pending)
 		if err != nil {
 			for _, r := range pending {
 				r.done <- outcome{err: err}
@@ -199,7 +206,8 @@ func (db *DB) commitGroup(group []*request) {
 			return
 		}
 		if len(plans) == 0 {
-			return // every request was answered while planning (conflict, replay, bad patch)
+			pending = deferred
+			continue
 		}
 		err = db.be.Update(context.Background(), func(tx store.CatalogTx) error {
 			n, err := tx.LastRevision()
@@ -221,10 +229,26 @@ func (db *DB) commitGroup(group []*request) {
 			}
 			for i := range plans {
 				p := &plans[i]
-				if p.r.opts.IdempotencyKey != "" {
-					if _, ok, err := tx.Idempotent(p.r.opts.IdempotencyKey); err != nil || ok {
-						return errRetry
+				if k := p.r.opts.IdempotencyKey; k != "" {
+					if n, ok, err := tx.Idempotent(k); err != nil {
+						return err
+					} else if ok {
+						if _, err := tx.Revision(n); err == nil {
+							return errRetry // committed meanwhile (another process): replay it
+						}
 					}
+				}
+				if p.noop {
+					// Nothing changes; the key still records the answer, so that a retry gets the same one.
+					if k := p.r.opts.IdempotencyKey; k != "" {
+						if err := tx.SetIdempotent(k, p.rec.Number); err != nil {
+							return err
+						}
+						if err := tx.Put(noopKeysBucket, k, nil); err != nil {
+							return err
+						}
+					}
+					continue
 				}
 				st, err := tx.PutNodes(p.nodes)
 				if err != nil {
@@ -256,7 +280,7 @@ func (db *DB) commitGroup(group []*request) {
 		var ie *inTxError
 		if errors.Is(err, errRetry) || errors.As(err, &ie) {
 			// Start over with the others; a request whose InTx refused gets its own error.
-			var again []*request
+			again := deferred
 			for _, p := range plans {
 				if ie != nil && p.r == ie.r {
 					p.r.done <- outcome{err: ie.err}
@@ -265,16 +289,22 @@ func (db *DB) commitGroup(group []*request) {
 				again = append(again, p.r)
 			}
 			pending = again
+			retries++
 			continue
 		}
 		for _, p := range plans {
-			if err != nil {
+			switch {
+			case err != nil:
 				p.r.done <- outcome{err: err}
-				continue
+			case p.noop:
+				res := resultOf(p.rec, false)
+				res.Unchanged, res.Resources, res.NewNodes, res.NewBytes = true, []string{}, 0, 0
+				p.r.done <- outcome{res: res}
+			default:
+				p.r.done <- outcome{res: resultOf(p.rec, false)}
 			}
-			p.r.done <- outcome{res: resultOf(p.rec, false)}
 		}
-		return
+		pending = deferred
 	}
 }
 
@@ -292,14 +322,15 @@ func resultOf(rec store.RevisionRecord, replayed bool) *Result {
 
 // plan computes the revisions a group would commit. Requests that fail (conflict, bad patch, replay) are answered
 // here and left out of the plans.
-func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads map[string]uint64, epoch string, err error) {
+func (db *DB) plan(group []*request) (plans []planned, deferred []*request, last uint64, startHeads map[string]uint64, epoch string, err error) {
 	type view struct {
 		branches map[string]store.BranchRecord
 		revs     map[uint64]store.RevisionRecord
 		replays  map[*request]store.RevisionRecord
+		noops    map[*request]bool // replays of writes that changed nothing
 		clock    time.Time
 	}
-	v := view{branches: map[string]store.BranchRecord{}, revs: map[uint64]store.RevisionRecord{}, replays: map[*request]store.RevisionRecord{}}
+	v := view{branches: map[string]store.BranchRecord{}, revs: map[uint64]store.RevisionRecord{}, replays: map[*request]store.RevisionRecord{}, noops: map[*request]bool{}}
 	failed := map[*request]error{}
 	err = db.be.View(context.Background(), func(c store.CatalogReader) error {
 		var err error
@@ -320,6 +351,11 @@ func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads m
 					rec, err := c.Revision(n)
 					if err == nil {
 						v.replays[r] = rec
+						if _, noop, err := c.Get(noopKeysBucket, k); err != nil {
+							return err
+						} else if noop {
+							v.noops[r] = true
+						}
 						continue
 					}
 					if !errors.Is(err, store.ErrNotFound) {
@@ -345,7 +381,7 @@ func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads m
 		return nil
 	})
 	if err != nil {
-		return nil, 0, nil, "", err
+		return nil, nil, 0, nil, "", err
 	}
 	startHeads = map[string]uint64{}
 	for name, b := range v.branches {
@@ -354,9 +390,14 @@ func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads m
 	ov := &overlay{base: db.be, nodes: map[store.Hash][]byte{}}
 	f := db.forest.WithStore(ov)
 	next, clock := last, v.clock
+	dirty := map[string]bool{} // branches with a change planned in this group: their heads are not durable yet
 	for _, r := range group {
 		if rec, ok := v.replays[r]; ok {
-			r.done <- outcome{res: resultOf(rec, true)}
+			res := resultOf(rec, true)
+			if v.noops[r] {
+				res.Unchanged, res.Resources, res.NewNodes, res.NewBytes = true, []string{}, 0, 0
+			}
+			r.done <- outcome{res: res}
 			continue
 		}
 		if err := failed[r]; err != nil {
@@ -368,35 +409,42 @@ func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads m
 			continue
 		}
 		b := v.branches[r.opts.branch()]
+		// fail answers r with err, unless err rests on a change of this group that is not durable yet: then r
+		// waits for the next round.
+		fail := func(err error) {
+			if dirty[b.Name] {
+				deferred = append(deferred, r)
+			} else {
+				r.done <- outcome{err: err}
+			}
+		}
 		if r.opts.ExpectedHead != 0 && r.opts.ExpectedHead != b.Head {
-			r.done <- outcome{err: &ConflictError{Branch: b.Name, Head: b.Head, Expected: r.opts.ExpectedHead}}
+			fail(&ConflictError{Branch: b.Name, Head: b.Head, Expected: r.opts.ExpectedHead})
 			continue
 		}
 		head := v.revs[b.Head]
 		root, err := revision.ValueFromEncoding(string(head.Root))
 		if err != nil {
-			r.done <- outcome{err: err}
+			fail(err)
 			continue
 		}
 		change, extra, err := r.change(r.ctx, f, State{Rev: head, Root: root, Branch: b.Name})
 		if err != nil {
-			r.done <- outcome{err: err}
+			fail(err)
 			continue
 		}
 		if change.Root == root && len(extra) == 0 {
-			// Nothing changes: no empty revision; the answer names the head as it is.
-			res := resultOf(head, false)
-			res.Unchanged, res.Resources, res.NewNodes, res.NewBytes = true, []string{}, 0, 0
-			r.done <- outcome{res: res}
+			// Nothing changes: no empty revision. Answered once the group is durable, naming the head.
+			plans = append(plans, planned{r: r, rec: head, branch: b, noop: true})
 			continue
 		}
 		if _, err := ov.PutNodes(r.ctx, change.Nodes); err != nil {
-			r.done <- outcome{err: err}
+			fail(err)
 			continue
 		}
 		touched, err := f.ChangedMembers(r.ctx, root, change.Root)
 		if err != nil {
-			r.done <- outcome{err: err}
+			fail(err)
 			continue
 		}
 		next++
@@ -408,7 +456,8 @@ func (db *DB) plan(group []*request) (plans []planned, last uint64, startHeads m
 		b.Head = next
 		v.branches[b.Name] = b
 		v.revs[next] = rec
+		dirty[b.Name] = true
 		plans = append(plans, planned{r: r, rec: rec, nodes: change.Nodes, branch: b})
 	}
-	return plans, last, startHeads, epoch, nil
+	return plans, deferred, last, startHeads, epoch, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -66,6 +67,24 @@ func (c *boltCat) wbucket(name []byte) (*bolt.Bucket, error) {
 	return bk, nil
 }
 
+// Every catalog value is sealed with a CRC-32C of its bytes, so that a flipped bit in a head, a label or a revision
+// record is reported as damage instead of served (SECURITY.md T5). Nodes need none: their address is their hash.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func seal(v []byte) []byte { return binary.BigEndian.AppendUint32(v, crc32.Checksum(v, castagnoli)) }
+
+// unseal checks and strips the seal; the result is a copy, safe after the transaction.
+func unseal(key, v []byte) ([]byte, error) {
+	if len(v) < 4 {
+		return nil, fmt.Errorf("%w: catalog entry %q is %d bytes, too short to be sealed", ErrCorruptNode, key, len(v))
+	}
+	body := v[:len(v)-4]
+	if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(v[len(v)-4:]) {
+		return nil, fmt.Errorf("%w: catalog entry %q fails its checksum: the file is damaged; restore it from a backup", ErrCorruptNode, key)
+	}
+	return append([]byte(nil), body...), nil
+}
+
 func getJSON[T any](bk *bolt.Bucket, key []byte) (T, error) {
 	var v T
 	if bk == nil {
@@ -75,7 +94,11 @@ func getJSON[T any](bk *bolt.Bucket, key []byte) (T, error) {
 	if raw == nil {
 		return v, ErrNotFound
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
+	body, err := unseal(key, raw)
+	if err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
 		return v, fmt.Errorf("%w: catalog entry %q: %v", ErrCorruptNode, key, err)
 	}
 	return v, nil
@@ -86,11 +109,30 @@ func putJSON(bk *bolt.Bucket, key []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	return bk.Put(key, raw)
+	return bk.Put(key, seal(raw))
+}
+
+// getRev reads a sealed big-endian revision number.
+func getRev(key, v []byte) (uint64, bool, error) {
+	if v == nil {
+		return 0, false, nil
+	}
+	body, err := unseal(key, v)
+	if err != nil {
+		return 0, false, err
+	}
+	if len(body) != 8 {
+		return 0, false, fmt.Errorf("%w: catalog entry %q holds %d bytes, not a revision number", ErrCorruptNode, key, len(body))
+	}
+	return binary.BigEndian.Uint64(body), true, nil
 }
 
 func (c *boltCat) Revision(n uint64) (RevisionRecord, error) {
-	return getJSON[RevisionRecord](c.bucket(bucketRevs), BE64(n))
+	r, err := getJSON[RevisionRecord](c.bucket(bucketRevs), BE64(n))
+	if err == nil && r.Number != n {
+		return r, fmt.Errorf("%w: the record stored as revision %d says it is revision %d", ErrCorruptNode, n, r.Number)
+	}
+	return r, err
 }
 
 func (c *boltCat) LastRevision() (uint64, error) {
@@ -120,7 +162,11 @@ func (c *boltCat) Revisions(from uint64, fn func(RevisionRecord) bool) error {
 	}
 	for ; k != nil; k, v = cur.Prev() {
 		var r RevisionRecord
-		if err := json.Unmarshal(v, &r); err != nil {
+		body, err := unseal(k, v)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(body, &r); err != nil {
 			return fmt.Errorf("%w: revision record: %v", ErrCorruptNode, err)
 		}
 		if !fn(r) {
@@ -141,7 +187,11 @@ func listJSON[T any](bk *bolt.Bucket) ([]T, error) {
 	}
 	err := bk.ForEach(func(k, v []byte) error {
 		var x T
-		if err := json.Unmarshal(v, &x); err != nil {
+		body, err := unseal(k, v)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(body, &x); err != nil {
 			return fmt.Errorf("%w: catalog entry %q: %v", ErrCorruptNode, k, err)
 		}
 		out = append(out, x)
@@ -180,10 +230,10 @@ func (c *boltCat) HeadAt(id uint64, at time.Time) (uint64, bool, error) {
 	} else {
 		k, v = cur.Prev()
 	}
-	if k == nil || !bytes.HasPrefix(k, prefix) || len(v) != 8 {
+	if k == nil || !bytes.HasPrefix(k, prefix) {
 		return 0, false, nil
 	}
-	return binary.BigEndian.Uint64(v), true, nil
+	return getRev(k, v)
 }
 
 func (c *boltCat) Idempotent(key string) (uint64, bool, error) {
@@ -191,11 +241,7 @@ func (c *boltCat) Idempotent(key string) (uint64, bool, error) {
 	if bk == nil {
 		return 0, false, nil
 	}
-	v := bk.Get([]byte(key))
-	if len(v) != 8 {
-		return 0, false, nil
-	}
-	return binary.BigEndian.Uint64(v), true, nil
+	return getRev([]byte(key), bk.Get([]byte(key)))
 }
 
 func (c *boltCat) kv(name string) *bolt.Bucket {
@@ -215,7 +261,8 @@ func (c *boltCat) Get(bucket, key string) ([]byte, bool, error) {
 	if v == nil {
 		return nil, false, nil
 	}
-	return append([]byte(nil), v...), true, nil
+	body, err := unseal([]byte(key), v)
+	return body, err == nil, err
 }
 
 func (c *boltCat) Scan(bucket string, fn func(string, []byte) bool) error {
@@ -225,7 +272,11 @@ func (c *boltCat) Scan(bucket string, fn func(string, []byte) bool) error {
 	}
 	cur := bk.Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
-		if !fn(string(k), append([]byte(nil), v...)) {
+		body, err := unseal(k, v)
+		if err != nil {
+			return err
+		}
+		if !fn(string(k), body) {
 			return nil
 		}
 	}
@@ -314,7 +365,7 @@ func (c *boltCat) LogHead(id uint64, at time.Time, rev uint64) error {
 	if err != nil {
 		return err
 	}
-	return bk.Put(append(BE64(id), timeKey(at)...), BE64(rev))
+	return bk.Put(append(BE64(id), timeKey(at)...), seal(BE64(rev)))
 }
 
 func (c *boltCat) SetIdempotent(key string, rev uint64) error {
@@ -322,7 +373,7 @@ func (c *boltCat) SetIdempotent(key string, rev uint64) error {
 	if err != nil {
 		return err
 	}
-	return bk.Put([]byte(key), BE64(rev))
+	return bk.Put([]byte(key), seal(BE64(rev)))
 }
 
 func (c *boltCat) wkv(name string) (*bolt.Bucket, error) {
@@ -338,7 +389,7 @@ func (c *boltCat) Put(bucket, key string, val []byte) error {
 	if err != nil {
 		return err
 	}
-	return bk.Put([]byte(key), val)
+	return bk.Put([]byte(key), seal(append([]byte(nil), val...)))
 }
 
 func (c *boltCat) Delete(bucket, key string) error {
