@@ -91,8 +91,16 @@ func NewServer(dir *snapshots.Dir, cfg Config) (*mcpsdk.Server, error) {
 	if _, err := rand.Read(s.key); err != nil {
 		return nil, err
 	}
+	w := newWatcher(s)
 	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "strata", Title: "Strata", Version: s.cfg.Version},
-		&mcpsdk.ServerOptions{Instructions: instructions, Logger: s.cfg.Logger})
+		&mcpsdk.ServerOptions{
+			Instructions:       instructions,
+			Logger:             s.cfg.Logger,
+			SubscribeHandler:   w.subscribe,
+			UnsubscribeHandler: w.unsubscribe,
+			CompletionHandler:  s.complete,
+		})
+	w.srv = srv
 	for _, t := range allTools() {
 		if t.write && s.cfg.Writes == WritesOff {
 			continue
@@ -100,6 +108,8 @@ func NewServer(dir *snapshots.Dir, cfg Config) (*mcpsdk.Server, error) {
 		s.tools = append(s.tools, t)
 		srv.AddTool(t.mcpTool(), s.handler(t))
 	}
+	s.addResources(srv)
+	s.addPrompts(srv)
 	return srv, nil
 }
 

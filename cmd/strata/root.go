@@ -73,7 +73,6 @@ func defaultDataDir(getenv func(string) string) string {
 
 // planned are the commands of DESIGN.md §5 that are not built yet; asking for one says so instead of "unknown".
 var planned = map[string]string{
-	"serve":  "the HTTP transport of the MCP server",
 	"bisect": "jq queries",
 	"query":  "jq queries", "plans": "guardrails", "approve": "guardrails", "reject": "guardrails", "audit": "guardrails",
 	"bench": "the benchmark suite",
@@ -166,6 +165,7 @@ Start with 'strata demo', or: strata db create shop && strata import shop catalo
 		newCheckCommand(g),
 		newGCCommand(g),
 		newMCPCommand(g),
+		newServeCommand(g),
 	)
 	return root
 }

@@ -1,0 +1,169 @@
+// End-to-end tests of strata's MCP server with the official TypeScript SDK, over stdio and Streamable HTTP.
+//
+// Run by `go test ./cmd/strata -run TestE2E`, which builds the binary and passes its path in STRATA_BIN. To run by
+// hand: go build -o /tmp/strata ./cmd/strata && STRATA_BIN=/tmp/strata npm test --prefix e2e
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+
+const bin = process.env.STRATA_BIN;
+if (!bin) {
+  throw new Error('set STRATA_BIN to the path of a strata binary (go test ./cmd/strata -run TestE2E does)');
+}
+
+// The exact bytes a payload must keep: a 20-digit integer and a float written with a fraction.
+const exact = '{"n":12345678901234567891,"f":1.0}';
+
+function tempData(t) {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-e2e-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function text(result) {
+  assert.equal(result.content.length, 1, 'one content block');
+  assert.equal(result.content[0].type, 'text');
+  return result.content[0].text;
+}
+
+// call calls a tool through the SDK, which validates structured content against the tool's output schema.
+async function call(client, name, args) {
+  return client.callTool({ name, arguments: args });
+}
+
+async function ok(client, name, args) {
+  const r = await call(client, name, args);
+  assert.ok(!r.isError, `${name} ${JSON.stringify(args)} failed: ${r.isError && text(r)}`);
+  return r;
+}
+
+// story is what an agent does, the same over both transports.
+async function story(client) {
+  // listTools: the SDK validates every tool's schemas and rejects the whole list on a bad one.
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name);
+  for (const want of ['read', 'diff', 'history', 'create_database', 'put', 'update', 'create_branch']) {
+    assert.ok(names.includes(want), `tools/list lacks ${want}: ${names}`);
+  }
+  for (const t of tools) {
+    assert.equal(t.inputSchema.type, 'object', `${t.name}: input schema`);
+    assert.equal(t.outputSchema?.type, 'object', `${t.name}: output schema`);
+  }
+
+  await ok(client, 'create_database', { database: 'e2e' });
+  await ok(client, 'create_branch', { database: 'e2e', name: 'work' });
+
+  // A payload keeps its exact text. JSON.rawJSON makes the SDK's JSON.stringify send 12345678901234567891 and 1.0
+  // as written (a plain JS number would round the one and drop the ".0" of the other); the text block gives them back.
+  assert.equal(typeof JSON.rawJSON, 'function', 'run the tests through test/run.mjs');
+  const value = { n: JSON.rawJSON('12345678901234567891'), f: JSON.rawJSON('1.0') };
+  assert.equal(JSON.stringify(value), exact);
+  const put = await ok(client, 'put', { database: 'e2e', resource: 'doc', branch: 'work', value });
+  assert.equal(put.structuredContent.branch, 'work');
+  assert.ok(put.structuredContent.revision > 0);
+
+  const read = await ok(client, 'read', { database: 'e2e', resource: 'doc', branch: 'work' });
+  assert.equal(read.structuredContent.branch, 'work');
+  assert.match(text(read), /<untrusted-data-[0-9a-f]{24}>/);
+  // Numbers come back with their exact text; object members come back in the store's canonical (sorted) order.
+  assert.ok(text(read).includes('"value":{"f":1.0,"n":12345678901234567891}'), `read lost the exact text:\n${text(read)}`);
+
+  await ok(client, 'update', { database: 'e2e', resource: 'doc', path: '/f', value: 2.5, branch: 'work' });
+  const after = await ok(client, 'read', { database: 'e2e', resource: 'doc', path: '/f', branch: 'work' });
+  assert.equal(after.structuredContent.value, 2.5);
+
+  const diff = await ok(client, 'diff', { database: 'e2e', from_branch: 'main', to_branch: 'work' });
+  assert.deepEqual(diff.structuredContent.counts, { added: 1, removed: 0, replaced: 0, moved: 0 });
+  assert.equal(diff.structuredContent.operations[0].op, 'add');
+  assert.ok(text(diff).includes('"f":2.5'), text(diff));
+
+  // Errors are tool results whose text begins with a stable code.
+  const missing = await call(client, 'read', { database: 'nope', resource: 'doc' });
+  assert.equal(missing.isError, true);
+  assert.match(text(missing), /^NOT_FOUND: /);
+  assert.equal(missing.structuredContent.code, 'NOT_FOUND');
+  const typo = await call(client, 'read', { database: 'e2e', resource: 'doc', pth: '/f' });
+  assert.equal(typo.isError, true);
+  assert.match(text(typo), /^INVALID_ARGUMENT: /);
+  const guarded = await call(client, 'update', { database: 'e2e', resource: 'doc', path: '/f', value: 1 });
+  assert.equal(guarded.isError, true, 'a write to main needs confirmation under --writes branches');
+
+  // Resources: listed, read inside the untrusted-data boundary, and a subscription notified of a commit.
+  const { resources } = await client.listResources();
+  assert.deepEqual(resources.map((r) => r.uri), ['strata://databases']);
+  const { resourceTemplates } = await client.listResourceTemplates();
+  assert.ok(resourceTemplates.some((r) => r.uriTemplate === 'strata://{database}/{resource}'));
+  const branches = await client.readResource({ uri: 'strata://e2e/branches' });
+  assert.match(branches.contents[0].text, /<untrusted-data-[0-9a-f]{24}>\n.*"name":"work"/s);
+  const updated = new Promise((resolve) => {
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => resolve(n.params.uri));
+  });
+  await client.subscribeResource({ uri: 'strata://e2e/log' });
+  await ok(client, 'update', { database: 'e2e', resource: 'doc', path: '/f', value: 3.5, branch: 'work' });
+  assert.equal(await updated, 'strata://e2e/log');
+  await client.unsubscribeResource({ uri: 'strata://e2e/log' });
+}
+
+test('stdio: strata mcp', async (t) => {
+  const data = tempData(t);
+  const transport = new StdioClientTransport({
+    command: bin,
+    args: ['mcp', '--data', data, '--writes', 'branches'],
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'strata-e2e', version: '1.0.0' });
+  await client.connect(transport);
+  try {
+    assert.equal(client.getServerVersion().name, 'strata');
+    await story(client);
+  } finally {
+    await client.close();
+  }
+});
+
+// serve starts `strata serve` on a random loopback port and resolves to its endpoint once it listens.
+function serve(t, data) {
+  const child = spawn(bin, ['serve', '--data', data, '--writes', 'branches', '--listen', '127.0.0.1:0'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  t.after(async () => {
+    child.kill('SIGINT');
+    const { code } = await exited;
+    assert.equal(code, 0, 'strata serve stops cleanly on interrupt');
+  });
+  return new Promise((resolve, reject) => {
+    let stderr = '';
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      const m = stderr.match(/http:\/\/[^\s]+\/mcp/);
+      if (m) resolve(new URL(m[0]));
+    });
+    child.on('exit', (code) => reject(new Error(`strata serve exited ${code}: ${stderr}`)));
+    setTimeout(() => reject(new Error(`strata serve did not start: ${stderr}`)), 20000).unref();
+  });
+}
+
+test('http: strata serve', async (t) => {
+  const data = tempData(t);
+  const url = await serve(t, data);
+  const client = new Client({ name: 'strata-e2e', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(url);
+  await client.connect(transport);
+  try {
+    assert.ok(transport.sessionId, 'the server gives the session an id');
+    await story(client);
+  } finally {
+    await transport.terminateSession();
+    await client.close();
+  }
+});
