@@ -13,11 +13,22 @@ func TestMemConformance(t *testing.T) {
 }
 
 func TestMemBackendConformance(t *testing.T) {
-	storetest.TestNodeStore(t, func(t *testing.T) store.NodeStore { return store.NewMemBackend() })
+	storetest.TestBackend(t, func(t *testing.T) store.Backend { return store.NewMemBackend() })
+}
+
+func TestBoltBackendConformance(t *testing.T) {
+	storetest.TestBackend(t, func(t *testing.T) store.Backend {
+		b, err := store.OpenBolt(filepath.Join(t.TempDir(), "c.strata"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	})
 }
 
 func TestSharedConformance(t *testing.T) {
-	storetest.TestNodeStore(t, func(t *testing.T) store.NodeStore {
+	storetest.TestBackend(t, func(t *testing.T) store.Backend {
 		s, err := store.OpenShared(filepath.Join(t.TempDir(), "shared.strata"), nil)
 		if err != nil {
 			t.Fatal(err)
