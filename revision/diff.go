@@ -227,29 +227,7 @@ func marshalExact(v any) (json.RawMessage, error) {
 }
 
 // materializeExact is materialize with every number as json.Number, the form jsondiff compares exactly.
-func (r *reader) materializeExact(enc string) (any, error) {
-	switch enc[0] {
-	case codec.TagInt:
-		return json.Number(strconv.FormatInt(codec.DecodeInt(enc), 10)), nil
-	case codec.TagObj, codec.TagObjRef:
-		m := make(map[string]any, Value{enc}.Len())
-		err := r.each(Value{enc}, 0, func(key, val string) error {
-			x, err := r.materializeExact(val)
-			m[key] = x
-			return err
-		})
-		return m, err
-	case codec.TagArr, codec.TagArrRef:
-		a := make([]any, 0, Value{enc}.Len())
-		err := r.each(Value{enc}, 0, func(_, val string) error {
-			x, err := r.materializeExact(val)
-			a = append(a, x)
-			return err
-		})
-		return a, err
-	}
-	return r.materialize(enc)
-}
+func (r *reader) materializeExact(enc string) (any, error) { return r.materializeAs(enc, true) }
 
 // item is a piece of a container during a diff: either a subtree (a child reference, not yet read) or one entry.
 type item struct {
@@ -410,20 +388,9 @@ func (d *differ) positions(a, b Value, fn func(i uint64, va, vb string) error) e
 			i++
 			qa, qb = qa[1:], qb[1:]
 		default:
-			rx, ry := x.rank(), y.rank()
-			if rx >= ry {
-				ex, err := d.expand(x)
-				if err != nil {
-					return err
-				}
-				qa = append(ex, qa[1:]...)
-			}
-			if ry >= rx {
-				ex, err := d.expand(y)
-				if err != nil {
-					return err
-				}
-				qb = append(ex, qb[1:]...)
+			var err error
+			if qa, qb, err = d.openLarger(qa, qb, 0, 0); err != nil {
+				return err
 			}
 		}
 	}
@@ -516,20 +483,9 @@ func (d *differ) run(p Pointer, qa, qb []item, at uint64) error {
 			if x.isEntry && y.isEntry {
 				break
 			}
-			rx, ry := x.rank(), y.rank()
-			if rx >= ry {
-				ex, err := d.expand(x)
-				if err != nil {
-					return err
-				}
-				qa = append(ex, qa[1:]...)
-			}
-			if ry >= rx {
-				ex, err := d.expand(y)
-				if err != nil {
-					return err
-				}
-				qb = append(ex, qb[1:]...)
+			var err error
+			if qa, qb, err = d.openLarger(qa, qb, 0, 0); err != nil {
+				return err
 			}
 		}
 		// Trim the common suffix the same way.
@@ -542,20 +498,9 @@ func (d *differ) run(p Pointer, qa, qb []item, at uint64) error {
 			if x.isEntry && y.isEntry {
 				break
 			}
-			rx, ry := x.rank(), y.rank()
-			if rx >= ry {
-				ex, err := d.expand(x)
-				if err != nil {
-					return err
-				}
-				qa = append(qa[:len(qa)-1:len(qa)-1], ex...)
-			}
-			if ry >= rx {
-				ex, err := d.expand(y)
-				if err != nil {
-					return err
-				}
-				qb = append(qb[:len(qb)-1:len(qb)-1], ex...)
+			var err error
+			if qa, qb, err = d.openLarger(qa, qb, len(qa)-1, len(qb)-1); err != nil {
+				return err
 			}
 		}
 		if len(qa) == 0 || len(qb) == 0 {
@@ -592,6 +537,36 @@ func (d *differ) run(p Pointer, qa, qb []item, at uint64) error {
 			return err
 		}
 	}
+}
+
+// openLarger replaces the piece at qa[i] or qb[j], whichever is the larger subtree (both when they are alike), by
+// the pieces of its node, so that the two runs can be compared one level further down.
+func (d *differ) openLarger(qa, qb []item, i, j int) ([]item, []item, error) {
+	rx, ry := qa[i].rank(), qb[j].rank()
+	var err error
+	if rx >= ry {
+		if qa, err = d.openAt(qa, i); err != nil {
+			return nil, nil, err
+		}
+	}
+	if ry >= rx {
+		if qb, err = d.openAt(qb, j); err != nil {
+			return nil, nil, err
+		}
+	}
+	return qa, qb, nil
+}
+
+// openAt replaces q[i] by the pieces of its node.
+func (d *differ) openAt(q []item, i int) ([]item, error) {
+	ex, err := d.expand(q[i])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]item, 0, len(q)-1+len(ex))
+	out = append(out, q[:i]...)
+	out = append(out, ex...)
+	return append(out, q[i+1:]...), nil
 }
 
 func sumCount(its []item) uint64 {

@@ -131,7 +131,10 @@ func (f *Forest) Materialize(ctx context.Context, v Value) (any, error) {
 	return f.reader(ctx).materialize(v.enc)
 }
 
-func (r *reader) materialize(enc string) (any, error) {
+func (r *reader) materialize(enc string) (any, error) { return r.materializeAs(enc, false) }
+
+// materializeAs builds Go values; exactNumbers makes integers json.Number too (the form jsondiff compares).
+func (r *reader) materializeAs(enc string, exactNumbers bool) (any, error) {
 	if enc == "" {
 		return nil, errNoValue
 	}
@@ -143,6 +146,9 @@ func (r *reader) materialize(enc string) (any, error) {
 	case codec.TagFalse:
 		return false, nil
 	case codec.TagInt:
+		if exactNumbers {
+			return json.Number(strconv.FormatInt(codec.DecodeInt(enc), 10)), nil
+		}
 		return int(codec.DecodeInt(enc)), nil
 	case codec.TagNum:
 		return json.Number(codec.Payload(enc)), nil
@@ -153,7 +159,7 @@ func (r *reader) materialize(enc string) (any, error) {
 	case codec.TagObj, codec.TagObjRef:
 		m := make(map[string]any, Value{enc}.Len())
 		err := r.each(Value{enc}, 0, func(key, val string) error {
-			x, err := r.materialize(val)
+			x, err := r.materializeAs(val, exactNumbers)
 			m[key] = x
 			return err
 		})
@@ -161,7 +167,7 @@ func (r *reader) materialize(enc string) (any, error) {
 	case codec.TagArr, codec.TagArrRef:
 		a := make([]any, 0, Value{enc}.Len())
 		err := r.each(Value{enc}, 0, func(_, val string) error {
-			x, err := r.materialize(val)
+			x, err := r.materializeAs(val, exactNumbers)
 			a = append(a, x)
 			return err
 		})
