@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -57,6 +58,11 @@ type Config struct {
 	Version string
 	// Logger receives the server's own log (panics in handlers, with their stack). nil discards it.
 	Logger *slog.Logger
+
+	// Engine runs the jq programs of query, bisect and transform. The caller owns it (and closes it after the
+	// server). nil: the server makes its own, with the default limits and a random cursor key, closed when the
+	// server is no longer reachable (its workers also end with the process).
+	Engine *query.Engine
 
 	// beforeHandler, when set, runs at the start of every tool handler: tests inject panics with it.
 	beforeHandler func(tool string)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -78,6 +79,15 @@ func errorFor(err error) *toolError {
 	}
 	te := &toolError{Message: err.Error()}
 	switch {
+	case errors.Is(err, query.ErrQuery):
+		te.Code = codeQueryError
+	case errors.Is(err, query.ErrTimeout):
+		te.Code = codeQueryTimeout
+		te.Hint = "the program ran past its deadline and was stopped: narrow it (a path, a slice, select early) or page with limit"
+	case errors.Is(err, query.ErrLimit):
+		te.Code = codeLimitExceeded
+	case errors.Is(err, query.ErrUnavailable):
+		te.Code = codeUnavailable
 	case errors.Is(err, snapshots.ErrNotFound), errors.Is(err, revision.ErrNotFound):
 		te.Code = codeNotFound
 	case errors.Is(err, snapshots.ErrConflict), errors.Is(err, revision.ErrTestFailed):

@@ -13,8 +13,9 @@ import (
 )
 
 // The read tools of DESIGN.md §3.2. None of them has a code path that can commit.
+// query and bisect are in query.go.
 //
-// TODO(next slice): query, bisect (they come with package query) and list_plans (with the guardrails).
+// TODO(next slice): list_plans (with the guardrails).
 
 // Common output properties.
 var (

@@ -23,6 +23,7 @@ const (
 	kTime                // an RFC 3339 timestamp, as a string
 	kJSON                // any JSON value, kept as its exact raw text
 	kPatch               // an array of RFC 6902 operations, kept as its exact raw text
+	kParams              // jq variables: an object of any JSON values (or null for none), kept as its exact raw text
 )
 
 // param is one argument of a tool: its input schema and its decoding come from this one description.
@@ -58,6 +59,10 @@ func (p param) schema() schema {
 		s["type"] = "boolean"
 	case kJSON:
 		s["type"] = anyJSONTypes
+	case kParams:
+		// An open object (its member names are the caller's variables) cannot be a closed object schema; the
+		// decoder checks that it is an object.
+		s["type"] = []any{"object", "null"}
 	case kPatch:
 		s["type"] = "array"
 		s["items"] = closedObject("one RFC 6902 operation; path and from are JSON Pointers inside the resource",

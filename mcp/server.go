@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -21,6 +23,8 @@ type server struct {
 	cfg   Config
 	key   []byte // signs cursors; drawn at random for each server
 	tools []*toolSpec
+	// engine runs jq programs (query, bisect, transform).
+	engine *query.Engine
 }
 
 // toolSpec declares one tool: its metadata, its arguments (from which both its input schema and the decoding of its
@@ -91,6 +95,11 @@ func NewServer(dir *snapshots.Dir, cfg Config) (*mcpsdk.Server, error) {
 	if _, err := rand.Read(s.key); err != nil {
 		return nil, err
 	}
+	engine, own, err := newEngine(cfg, s.budget())
+	if err != nil {
+		return nil, err
+	}
+	s.engine = engine
 	w := newWatcher(s)
 	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "strata", Title: "Strata", Version: s.cfg.Version},
 		&mcpsdk.ServerOptions{
@@ -110,12 +119,16 @@ func NewServer(dir *snapshots.Dir, cfg Config) (*mcpsdk.Server, error) {
 	}
 	s.addResources(srv)
 	s.addPrompts(srv)
+	if own {
+		runtime.AddCleanup(srv, func(e *query.Engine) { e.Close() }, engine)
+	}
 	return srv, nil
 }
 
 // allTools is every tool this package defines, reads and writes.
 func allTools() []*toolSpec {
-	ts := append(readTools(), writeTools()...)
+	ts := append(append(readTools(), queryTools()...), writeTools()...)
+	ts = append(ts, transformTool())
 	slices.SortFunc(ts, func(a, b *toolSpec) int {
 		switch {
 		case a.name < b.name:

@@ -97,10 +97,10 @@ func firstDifference(want, got []byte) string {
 }
 
 var (
-	readToolNames = []string{"diff", "history", "list_branches", "list_databases", "list_resources", "list_snapshots",
-		"path_history", "read", "resource_info", "show_revision", "status"}
+	readToolNames = []string{"bisect", "diff", "history", "list_branches", "list_databases", "list_resources", "list_snapshots",
+		"path_history", "query", "read", "resource_info", "show_revision", "status"}
 	writeToolNames = []string{"create_branch", "create_database", "create_snapshot", "delete", "delete_branch",
-		"delete_snapshot", "insert", "patch", "promote", "put", "restore", "revert", "update"}
+		"delete_snapshot", "insert", "patch", "promote", "put", "restore", "revert", "transform", "update"}
 	// additiveTools are the write tools that can neither remove nor overwrite data.
 	additiveTools = []string{"create_branch", "create_database", "create_snapshot"}
 )

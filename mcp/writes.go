@@ -16,8 +16,9 @@ import (
 
 // The write tools of DESIGN.md §3.3, registered only when the operator enables writes. Every revision they make
 // records the principal as its author, the tool's name as its tool and the message argument as its message.
+// transform is in query.go.
 //
-// TODO(next slice): transform (with package query) and apply_plan (with the guardrails).
+// TODO(next slice): apply_plan (with the guardrails).
 
 // writeOut is what a write that committed a revision answers.
 type writeOut struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -61,6 +62,8 @@ func codeFor(err error) int {
 		return exitNotFound
 	case errors.Is(err, revision.ErrTestFailed), errors.Is(err, snapshots.ErrConflict):
 		return exitConflict
+	case errors.Is(err, query.ErrQuery), errors.Is(err, query.ErrLimit):
+		return exitUsage
 	case errors.Is(err, revision.ErrInvalidPath), errors.Is(err, revision.ErrInvalidJSON),
 		errors.Is(err, revision.ErrInvalidPatch), errors.Is(err, snapshots.ErrInvalidArgument):
 		return exitUsage

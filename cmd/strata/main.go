@@ -4,6 +4,15 @@
 // `strata version`. The rest of the command set (DESIGN.md §5) arrives with the versioned database and MCP server.
 package main
 
-import "os"
+import (
+	"os"
 
-func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+	"github.com/strata-db/strata/query"
+)
+
+func main() {
+	// The query engine's workers are re-executions of this binary: WorkerMain serves as one when started as one,
+	// and returns at once otherwise.
+	query.WorkerMain()
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

@@ -70,6 +70,13 @@ func serveMCP(ctx context.Context, in io.Reader, out, stderr io.Writer, g *globa
 			err = cerr
 		}
 	}()
+	// The engine's workers are re-executions of this binary (main calls query.WorkerMain).
+	engine, err := newEngine()
+	if err != nil {
+		return err
+	}
+	defer engine.Close()
+	cfg.Engine = engine
 	srv, err := strataMCP.NewServer(dir, cfg)
 	if err != nil {
 		return err

@@ -73,8 +73,7 @@ func defaultDataDir(getenv func(string) string) string {
 
 // planned are the commands of DESIGN.md §5 that are not built yet; asking for one says so instead of "unknown".
 var planned = map[string]string{
-	"bisect": "jq queries",
-	"query":  "jq queries", "plans": "guardrails", "approve": "guardrails", "reject": "guardrails", "audit": "guardrails",
+	"plans": "guardrails", "approve": "guardrails", "reject": "guardrails", "audit": "guardrails",
 	"bench": "the benchmark suite",
 }
 
@@ -129,7 +128,7 @@ A database is one file in the data directory (--data). It holds resources: named
 changed by JSON Pointer. A REF names a state: a revision number, a snapshot or branch name, or
 BRANCH@TIME (RFC 3339: the state the branch had then).
 
-The MCP server, jq queries and the guardrails for agents are being built.
+The guardrails for agents are being built.
 
 Start with 'strata demo', or: strata db create shop && strata import shop catalog catalog.json`,
 		SilenceErrors:              true, // run prints errors, with their exit codes
@@ -154,6 +153,8 @@ Start with 'strata demo', or: strata db create shop && strata import shop catalo
 		newImportCommand(g),
 		newExportCommand(g),
 		newGetCommand(g),
+		newQueryCommand(g),
+		newBisectCommand(g),
 		newLogCommand(g),
 		newShowCommand(g),
 		newDiffCommand(g),

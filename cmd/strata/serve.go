@@ -115,6 +115,13 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 			err = cerr
 		}
 	}()
+	// The engine's workers are re-executions of this binary (main calls query.WorkerMain).
+	engine, err := newEngine()
+	if err != nil {
+		return err
+	}
+	defer engine.Close()
+	cfg.Engine = engine
 	srv, err := strataMCP.NewServer(dir, cfg)
 	if err != nil {
 		return err

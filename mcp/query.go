@@ -1,0 +1,254 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/strata-db/strata/query"
+)
+
+// The jq tools: query and bisect (reads, DESIGN.md §3.2) and transform (a write, §3.3). They run their programs in
+// the server's query.Engine, under its deadline, isolation and limits; the engine's cursors are passed through as
+// they are (opaque, signed, bound to the program, parameters, resource, revision and principal).
+
+var (
+	pQueryResource = param{name: "resource", kind: kString,
+		desc: "the resource to run the program on (list_resources shows them); omitted, the input is the object of all resources"}
+	pParams = param{name: "params", kind: kParams,
+		desc: `variables for the program: an object whose members become $name, e.g. {"min": 100} for $min; values are any JSON and numbers keep their exact text`}
+)
+
+func queryTools() []*toolSpec {
+	return []*toolSpec{
+		{
+			name: "query", title: "Query with jq",
+			desc: "Run a jq program (gojq) over a resource, or over the object of all resources, at a state (default: the head of main), a page of results at a time. Numbers keep their exact text. Programs run under a deadline and memory limits; input, debug, $ENV and modules are not available. A program that does not compile fails with QUERY_ERROR, showing where with a caret.",
+			params: params(one(pDatabase, pQueryResource,
+				param{name: "query", kind: kString, required: true, desc: `the jq program, e.g. ".users[] | select(.age > $min) | .name"`},
+				pParams),
+				refParams("", "the state to read", "default main"),
+				one(pLimit(100, 1000, "results"), pCursor)),
+			output: outputSchema("One page of the program's results.", []string{"database", "revision", "results", "more"},
+				oDatabase, oRevision,
+				prop{"resource", strS("the resource the program ran on, when one was given")},
+				prop{"results", arrS("the results, in order", anyS("one result: any JSON value, numbers with their exact text"))},
+				oMore, oNextCursor),
+			handle: queryTool,
+		},
+		{
+			name: "bisect", title: "Find when a predicate became true",
+			desc: "Find the first revision on a branch (default main, following first parents), between from_revision and to_revision (default: all of it), where a jq predicate on a resource (or on the object of all resources) became true, like git bisect: it assumes false, then true from some revision on, and evaluates O(log n) of the revisions that changed the resource. The predicate's first output decides (false, null or no output is false).",
+			params: params(one(pDatabase, pQueryResource,
+				param{name: "predicate", kind: kString, required: true, desc: `a jq program whose first output is the answer, e.g. ".users | length > 1000"`},
+				pParams,
+				param{name: "branch", kind: kString, desc: "the branch whose history to search (default main)"},
+				param{name: "from_revision", kind: kInteger, min: 1, desc: "the first revision of the range, on the branch's history (default: its first)"},
+				param{name: "to_revision", kind: kInteger, min: 1, desc: "the last revision of the range (default: the branch head)"})),
+			output: outputSchema("Where the predicate became true, and the evaluations made.", []string{"database", "branch", "found", "evaluations"},
+				oDatabase,
+				prop{"branch", strS("the branch searched")},
+				prop{"resource", strS("the resource the predicate ran on, when one was given")},
+				prop{"found", boolS("true when the predicate is true at the end of the range, so that a first revision exists")},
+				prop{"revision", intS("when found: the first revision where the predicate is true")},
+				prop{"last_false", intS("when found: the revision before it, where the predicate was false (absent when it was true from the start of the range)")},
+				prop{"candidates", intS("how many revisions in the range could change the answer")},
+				prop{"evaluations", arrS("every evaluation, in the order made", closedObject("one evaluation", []string{"revision", "value"},
+					prop{"revision", intS("the revision evaluated")},
+					prop{"value", boolS("the predicate's answer there")}))}),
+			handle: bisectTool,
+		},
+	}
+}
+
+func transformTool() *toolSpec {
+	return &toolSpec{
+		name: "transform", title: "Transform a resource with jq", write: true, destructive: true,
+		desc: "Run a jq program on a resource at the branch head and store its single output as the resource's new value, as one revision, e.g. \".users |= map(select(.dup | not))\". Zero or several outputs, an error or a limit write nothing.",
+		params: params(one(pDatabase, pResource,
+			param{name: "query", kind: kString, required: true, desc: "the jq program: its one output becomes the resource"},
+			pParams),
+			writeParams("the branch to commit on (default main)")),
+		output: writeOutSchema("The revision committed."),
+		handle: transform,
+	}
+}
+
+// queryParams are the call's params argument, each value kept as its exact JSON text.
+func (c *call) queryParams() (map[string]any, error) {
+	raw := c.a.raw("params")
+	ps := map[string]any{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return ps, nil
+	}
+	bad := func(format string, args ...any) error {
+		return newError(codeInvalidArgument, "argument \"params\" "+format+"; nothing was done", args...).
+			withHint(`give an object such as {"min": 100}: each member becomes a $name variable`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, bad("must be an object, not %s", clip(string(raw)))
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, bad("is not valid JSON: %v", err)
+		}
+		name, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, bad("is not valid JSON: %v", err)
+		}
+		if _, dup := ps[name]; dup {
+			return nil, bad("names %q twice", clip(name))
+		}
+		ps[name] = v
+	}
+	return ps, nil
+}
+
+// ---- query
+
+type queryOut struct {
+	Database   string            `json:"database"`
+	Revision   uint64            `json:"revision"`
+	Resource   string            `json:"resource,omitempty"`
+	Results    []json.RawMessage `json:"results"`
+	More       bool              `json:"more"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+}
+
+func queryTool(ctx context.Context, c *call) (string, any, error) {
+	ref, _, err := c.a.ref("")
+	if err != nil {
+		return "", nil, err
+	}
+	ps, err := c.queryParams()
+	if err != nil {
+		return "", nil, err
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	req := query.Request{Resource: c.a.str("resource"), Program: c.a.str("query"), Params: ps,
+		Limit: c.limit(100), Cursor: c.a.str("cursor"), Caller: c.s.cfg.Principal}
+	res, err := c.s.engine.Query(ctx, db, ref, req)
+	if err != nil {
+		return "", nil, err
+	}
+	// The engine bounds a page by its compact JSON; the answer escapes some characters, which can make it longer.
+	// When the page does not fit the budget, ask again for the results that fit: the engine's cursor then continues
+	// after them.
+	if fit := fitting(res.Results, c.s.budget()); fit < len(res.Results) {
+		if fit == 0 {
+			return "", nil, newError(codeLimitExceeded, "one result of the program is larger than the %d-character output cap", c.s.cfg.MaxOutputChars).
+				withHint("narrow the program to a smaller part of the value (a path, a slice, length or keys)")
+		}
+		req.Limit = fit
+		if res, err = c.s.engine.Query(ctx, db, ref, req); err != nil {
+			return "", nil, err
+		}
+	}
+	out := queryOut{Database: c.a.str("database"), Revision: res.Revision, Resource: req.Resource,
+		Results: res.Results, More: res.More, NextCursor: res.NextCursor}
+	if out.Results == nil {
+		out.Results = []json.RawMessage{}
+	}
+	return fmt.Sprintf("%d result(s) at revision %d%s.", len(out.Results), out.Revision, moreText(out.More)), out, nil
+}
+
+// fitting is how many of the first results fit in budget characters of the answer's JSON.
+func fitting(results []json.RawMessage, budget int) int {
+	used := 0
+	for i, r := range results {
+		b, _, err := marshalData(r)
+		if err != nil {
+			return i
+		}
+		used += len(b) + 1
+		if used > budget {
+			return i
+		}
+	}
+	return len(results)
+}
+
+// ---- bisect
+
+type bisectOut struct {
+	Database    string             `json:"database"`
+	Branch      string             `json:"branch"`
+	Resource    string             `json:"resource,omitempty"`
+	Found       bool               `json:"found"`
+	Revision    uint64             `json:"revision,omitempty"`
+	LastFalse   uint64             `json:"last_false,omitempty"`
+	Candidates  int                `json:"candidates"`
+	Evaluations []query.Evaluation `json:"evaluations"`
+}
+
+func bisectTool(ctx context.Context, c *call) (string, any, error) {
+	ps, err := c.queryParams()
+	if err != nil {
+		return "", nil, err
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	branch := branchOr(c.a.str("branch"))
+	res, err := c.s.engine.Bisect(ctx, db, branch, c.a.str("resource"), c.a.str("predicate"), ps,
+		c.a.uint("from_revision"), c.a.uint("to_revision"))
+	if err != nil {
+		return "", nil, err
+	}
+	out := bisectOut{Database: c.a.str("database"), Branch: branch, Resource: c.a.str("resource"), Found: res.Found,
+		Candidates: res.Candidates, Evaluations: res.Evaluations}
+	if out.Evaluations == nil {
+		out.Evaluations = []query.Evaluation{}
+	}
+	n := len(out.Evaluations)
+	if !res.Found {
+		return fmt.Sprintf("the predicate is not true at the end of the range: nothing to find (%d evaluation(s)).", n), out, nil
+	}
+	out.Revision, out.LastFalse = res.First, res.Last
+	if res.Last == 0 {
+		return fmt.Sprintf("true from the start of the range: revision %d (%d evaluation(s)).", res.First, n), out, nil
+	}
+	return fmt.Sprintf("first true at revision %d; false at revision %d (%d evaluation(s)).", res.First, res.Last, n), out, nil
+}
+
+// ---- transform
+
+func transform(ctx context.Context, c *call) (string, any, error) {
+	ps, err := c.queryParams()
+	if err != nil {
+		return "", nil, err
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	w := c.writeOptions()
+	if err := c.refuseProtected(w.Branch, true); err != nil {
+		return "", nil, err
+	}
+	res := c.a.str("resource")
+	r, err := c.s.engine.TransformResource(ctx, db, res, c.a.str("query"), ps, w)
+	if err != nil {
+		return "", nil, err
+	}
+	return writeSummary(r, "transform of "+res), c.writeOut(r), nil
+}
+
+// newEngine returns the engine the server runs programs in: the configured one, or a new one of its own (with the
+// default limits and a random cursor key) that is closed when the server is no longer reachable.
+func newEngine(cfg Config, budget int) (*query.Engine, bool, error) {
+	if cfg.Engine != nil {
+		return cfg.Engine, false, nil
+	}
+	e, err := query.New(query.Options{MaxOutputBytes: budget})
+	return e, true, err
+}
