@@ -39,6 +39,9 @@ type toolError struct {
 	Head       uint64         `json:"head,omitempty"`
 	DidYouMean []string       `json:"did_you_mean,omitempty"`
 	Conflicts  []conflictJSON `json:"conflicts,omitempty"`
+	// Detail is the jq error itself: it may quote stored data, so it travels only inside the untrusted-data
+	// boundary, never in the message line.
+	Detail string `json:"detail,omitempty"`
 }
 
 // conflictJSON is one path a promote could not merge.
@@ -81,6 +84,10 @@ func errorFor(err error) *toolError {
 	switch {
 	case errors.Is(err, query.ErrQuery):
 		te.Code = codeQueryError
+		// gojq's messages can quote the input ("cannot iterate over: string (\"...\")"): keep stored text out of
+		// the line shown outside the boundary (SECURITY.md §1).
+		te.Detail = err.Error()
+		te.Message = "the jq program was refused or failed; the error, with a caret under the fault where known, is in detail"
 	case errors.Is(err, query.ErrTimeout):
 		te.Code = codeQueryTimeout
 		te.Hint = "the program ran past its deadline and was stopped: narrow it (a path, a slice, select early) or page with limit"

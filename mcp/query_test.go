@@ -61,8 +61,14 @@ func TestQueryTool(t *testing.T) {
 
 	// A program that does not compile says where.
 	r = h.fail("query", `{"database":"shop","resource":"catalog","query":".items[] | selct(.price)"}`, codeQueryError)
-	if msg := r.str("message"); !strings.Contains(msg, "selct") || !strings.Contains(msg, "^") {
-		t.Errorf("QUERY_ERROR message without the caret: %q", msg)
+	if d := r.str("detail"); !strings.Contains(d, "selct") || !strings.Contains(d, "^") {
+		t.Errorf("QUERY_ERROR detail without the caret: %q", d)
+	}
+	// The message line, shown outside the untrusted-data boundary, never carries the jq error: it may quote data.
+	h.ok("put", `{"database":"shop","resource":"secret","value":{"k":"TOP-SECRET-VALUE"}}`)
+	r = h.fail("query", `{"database":"shop","resource":"secret","query":".k[]"}`, codeQueryError)
+	if msg := r.str("message"); strings.Contains(msg, "TOP-SECRET") {
+		t.Errorf("stored text in the error message line: %q", msg)
 	}
 	h.fail("query", `{"database":"shop","query":"input"}`, codeQueryError)
 	r = h.fail("query", `{"database":"shop","query":"$x","params":[1]}`, codeInvalidArgument)
