@@ -82,6 +82,8 @@ func errorFor(err error) *toolError {
 	}
 	te := &toolError{Message: err.Error()}
 	switch {
+	case errors.Is(err, query.ErrBadCursor):
+		te.Code = codeInvalidArgument
 	case errors.Is(err, query.ErrQuery):
 		te.Code = codeQueryError
 		// gojq's messages can quote the input ("cannot iterate over: string (\"...\")"): keep stored text out of

@@ -55,9 +55,9 @@ func TestQueryTool(t *testing.T) {
 		t.Errorf("second page: %s", r.data)
 	}
 	forged := cur[:len(cur)-2] + map[bool]string{true: "AA", false: "BA"}[strings.HasSuffix(cur, "AA")]
-	h.fail("query", args+`,"cursor":"`+forged+`"}`, codeQueryError)
-	h.fail("query", `{"database":"shop","resource":"catalog","query":".items[].price","limit":2,"cursor":"`+cur+`"}`, codeQueryError)
-	h.fail("query", args+`,"cursor":"not a cursor"}`, codeQueryError)
+	h.fail("query", args+`,"cursor":"`+forged+`"}`, codeInvalidArgument)
+	h.fail("query", `{"database":"shop","resource":"catalog","query":".items[].price","limit":2,"cursor":"`+cur+`"}`, codeInvalidArgument)
+	h.fail("query", args+`,"cursor":"not a cursor"}`, codeInvalidArgument)
 
 	// A program that does not compile says where.
 	r = h.fail("query", `{"database":"shop","resource":"catalog","query":".items[] | selct(.price)"}`, codeQueryError)

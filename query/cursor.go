@@ -105,7 +105,7 @@ func verifyCursor(key []byte, b *cursorBinding, c string, revision uint64) (uint
 func CursorRevision(cursor string) (uint64, error) {
 	rev, _, _, ok := decodeCursor(cursor)
 	if !ok {
-		return 0, &QueryError{Offset: -1, Msg: "the cursor is not valid (it must be passed back exactly as returned)", Err: ErrQuery}
+		return 0, &QueryError{Offset: -1, Msg: "the cursor is not valid (it must be passed back exactly as returned)", Err: ErrBadCursor}
 	}
 	return rev, nil
 }

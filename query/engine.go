@@ -335,11 +335,11 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	if req.Cursor != "" {
 		var ok bool
 		if offset, ok = verifyCursor(e.opts.CursorKey, binding, req.Cursor, req.Revision); !ok {
-			return nil, &QueryError{Offset: -1, Err: ErrQuery,
+			return nil, &QueryError{Offset: -1, Err: ErrBadCursor,
 				Msg: "the cursor does not belong to this query: it was altered, or the program, parameters, resource, revision or caller differ from the first page's"}
 		}
 		if offset > 1<<40 {
-			return nil, &QueryError{Offset: -1, Err: ErrQuery, Msg: "the cursor is not valid"}
+			return nil, &QueryError{Offset: -1, Err: ErrBadCursor, Msg: "the cursor is not valid: pass next_cursor exactly as it was returned, with the same program, params and resource"}
 		}
 	}
 

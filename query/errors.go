@@ -24,6 +24,9 @@ var (
 	// ErrUnavailable: the program needs an isolated worker process and none could be started (the binary does not
 	// call WorkerMain, or workers are disabled). Nothing ran.
 	ErrUnavailable = errors.New("query workers unavailable")
+	// ErrBadCursor: a cursor is malformed, forged or belongs to another query. It wraps ErrQuery; the MCP layer
+	// answers it INVALID_ARGUMENT, as it does a bad cursor of any other tool.
+	ErrBadCursor = fmt.Errorf("%w: bad cursor", ErrQuery)
 )
 
 // QueryError is a failed query: what went wrong, and where in the program when that is known. Error shows the
