@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	strataMCP "github.com/strata-db/strata/mcp"
+	"github.com/strata-db/strata/snapshots"
 )
 
 type mcpOptions struct {
@@ -50,43 +51,66 @@ Revisions the agent makes record the OS user as their author and the tool as the
 
 // serveMCP serves one MCP session on in and out until the client closes in or ctx ends.
 func serveMCP(ctx context.Context, in io.Reader, out, stderr io.Writer, g *globalOptions, o *mcpOptions) (err error) {
-	cfg := strataMCP.Config{
-		Writes:    o.writes,
-		Principal: g.env.user(),
-		Version:   currentVersion().Version,
-		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
-	// A bad flag stops here, before anything is opened: a typo must not leave the server writable.
-	if err := cfg.Validate(); err != nil {
-		return usageErrorf("--writes: %v", err)
-	}
-	// Only a server that may create databases makes a missing data directory; a read-only one reports it.
-	dir, err := g.openDir(o.writes != strataMCP.WritesOff)
+	srv, dir, closeAll, err := openMCPServer(g, o.writes, mcpLogger(stderr), nil)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := dir.Close(); err == nil {
+		if cerr := closeAll(); err == nil {
 			err = cerr
 		}
 	}()
-	// The engine's workers are re-executions of this binary (main calls query.WorkerMain).
-	engine, err := newEngine()
-	if err != nil {
-		return err
-	}
-	defer engine.Close()
-	cfg.Engine = engine
-	srv, err := strataMCP.NewServer(dir, cfg)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(stderr, "strata mcp: serving %s over stdio, writes %s\n", dir.Path(), o.writes)
 	err = srv.Run(ctx, &mcpsdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil // interrupted, or the client went away: a normal end
 	}
 	return err
+}
+
+// openMCPServer builds the MCP server for `strata mcp` and `strata serve`: it validates the mode, runs check (for
+// more flags), and only then opens the data directory and a query engine. closeAll releases both.
+func openMCPServer(g *globalOptions, writes string, logger *slog.Logger, check func() error) (srv *mcpsdk.Server, dir *snapshots.Dir, closeAll func() error, err error) {
+	cfg := strataMCP.Config{
+		Writes:    writes,
+		Principal: g.env.user(),
+		Version:   currentVersion().Version,
+		Logger:    logger,
+	}
+	// A bad flag stops here, before anything is opened: a typo must not leave the server writable.
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, nil, usageErrorf("--writes: %v", err)
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	// Only a server that may create databases makes a missing data directory; a read-only one reports it.
+	if dir, err = g.openDir(writes != strataMCP.WritesOff); err != nil {
+		return nil, nil, nil, err
+	}
+	// The engine's workers are re-executions of this binary (main calls query.WorkerMain).
+	engine, err := newEngine()
+	if err != nil {
+		dir.Close()
+		return nil, nil, nil, err
+	}
+	closeAll = func() error {
+		engine.Close()
+		return dir.Close()
+	}
+	cfg.Engine = engine
+	if srv, err = strataMCP.NewServer(dir, cfg); err != nil {
+		closeAll()
+		return nil, nil, nil, err
+	}
+	return srv, dir, closeAll, nil
+}
+
+// mcpLogger logs the server's warnings to stderr (stdout may be the protocol stream).
+func mcpLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 type nopWriteCloser struct{ io.Writer }

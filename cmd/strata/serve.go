@@ -94,38 +94,19 @@ func checkLoopback(addr string) (host string, err error) {
 
 // serveHTTP serves MCP over HTTP until ctx ends.
 func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serveOptions) (err error) {
-	cfg := strataMCP.Config{
-		Writes:    o.writes,
-		Principal: g.env.user(),
-		Version:   currentVersion().Version,
-		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
-	if err := cfg.Validate(); err != nil {
-		return usageErrorf("--writes: %v", err)
-	}
-	if _, err := checkLoopback(o.listen); err != nil {
+	logger := mcpLogger(stderr)
+	srv, dir, closeAll, err := openMCPServer(g, o.writes, logger, func() error {
+		_, err := checkLoopback(o.listen)
 		return err
-	}
-	dir, err := g.openDir(o.writes != strataMCP.WritesOff)
+	})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := dir.Close(); err == nil {
+		if cerr := closeAll(); err == nil {
 			err = cerr
 		}
 	}()
-	// The engine's workers are re-executions of this binary (main calls query.WorkerMain).
-	engine, err := newEngine()
-	if err != nil {
-		return err
-	}
-	defer engine.Close()
-	cfg.Engine = engine
-	srv, err := strataMCP.NewServer(dir, cfg)
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
@@ -139,7 +120,7 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 		&mcpsdk.StreamableHTTPOptions{
 			SessionTimeout:      sessionIdle,
 			MaxRequestBodyBytes: maxBodyBytes,
-			Logger:              cfg.Logger,
+			Logger:              logger,
 		})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcpHandler)
@@ -148,7 +129,7 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		// No ReadTimeout or WriteTimeout: they would cut the long-lived event streams. guard bounds body reads.
 	}
 	fmt.Fprintf(stderr, "strata serve: serving %s at http://%s/mcp, writes %s\n", dir.Path(), addr, o.writes)
