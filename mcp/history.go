@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
@@ -33,12 +32,22 @@ func (c *call) pathFilter() (string, revision.Pointer, error) {
 	return c.a.str("resource"), ptr, err
 }
 
-func history(ctx context.Context, c *call) (string, any, error) {
-	cur, err := c.s.cursor(c.t, c.a)
-	if err != nil {
-		return "", nil, err
+// pageBefore pages a page of revisions, newest first, that the library read up to next (0 when there are no older
+// ones): it keeps what fits the budget and, where more follow, makes the cursor that continues below the last one kept.
+func pageBefore[T any](c *call, items []T, next uint64, rev func(T) uint64) (kept []T, more bool, cursor string) {
+	kept, cut := page(items, len(items), c.s.budget())
+	if cut {
+		next = rev(kept[len(kept)-1])
 	}
-	db, err := c.db(ctx)
+	if next != 0 {
+		more = true
+		cursor = c.s.newCursor(c.t, c.a, cursorState{Before: next})
+	}
+	return kept, more, cursor
+}
+
+func history(ctx context.Context, c *call) (string, any, error) {
+	cur, db, err := c.cursorAndDB(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -63,35 +72,18 @@ func history(ctx context.Context, c *call) (string, any, error) {
 	if res != "" {
 		out.Path = ptr.String()
 	}
-	var cut bool
-	out.Revisions, cut = page(revs, len(revs), c.s.budget())
-	next := p.Next
-	if cut {
-		next = out.Revisions[len(out.Revisions)-1].Revision
-	}
-	if next != 0 {
-		out.More = true
-		out.NextCursor = c.s.newCursor(c.t, c.a, cursorState{Before: next})
-	}
+	out.Revisions, out.More, out.NextCursor = pageBefore(c, revs, p.Next, func(r revisionJSON) uint64 { return r.Revision })
 	return fmt.Sprintf("%d revision(s) of branch %s, newest first%s.", len(out.Revisions), branch, moreText(out.More)), out, nil
 }
 
 // ---- show_revision
 
 type showRevisionOut struct {
-	Database  string    `json:"database"`
-	Revision  uint64    `json:"revision"`
-	Parent    uint64    `json:"parent,omitempty"`
-	Merged    uint64    `json:"merged,omitempty"`
-	Branch    string    `json:"branch"`
-	Time      time.Time `json:"time"`
-	Author    string    `json:"author"`
-	Tool      string    `json:"tool"`
-	Message   string    `json:"message"`
-	Resources []string  `json:"resources"`
-	NewNodes  int       `json:"new_nodes"`
-	NewBytes  int64     `json:"new_bytes"`
-	Changes   changes   `json:"changes"`
+	Database string `json:"database"`
+	revisionJSON
+	NewNodes int     `json:"new_nodes"`
+	NewBytes int64   `json:"new_bytes"`
+	Changes  changes `json:"changes"`
 }
 
 type changes struct {
@@ -123,9 +115,7 @@ func showRevision(ctx context.Context, c *call) (string, any, error) {
 		return "", nil, err
 	}
 	r := revisionOf(d.Rev, 0)
-	out := showRevisionOut{Database: c.a.str("database"), Revision: r.Revision, Parent: r.Parent, Merged: r.Merged,
-		Branch: r.Branch, Time: r.Time, Author: r.Author, Tool: r.Tool, Message: r.Message, Resources: r.Resources,
-		NewNodes: d.Rev.NewNodes, NewBytes: d.Rev.NewBytes}
+	out := showRevisionOut{Database: c.a.str("database"), revisionJSON: r, NewNodes: d.Rev.NewNodes, NewBytes: d.Rev.NewBytes}
 	head, _, _ := marshalData(out)
 	ops := d.Diff.Operations
 	more := len(ops) > showOps
@@ -212,11 +202,7 @@ type diffOut struct {
 }
 
 func diff(ctx context.Context, c *call) (string, any, error) {
-	cur, err := c.s.cursor(c.t, c.a)
-	if err != nil {
-		return "", nil, err
-	}
-	db, err := c.db(ctx)
+	cur, db, err := c.cursorAndDB(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -293,11 +279,7 @@ type pathHistoryOut struct {
 }
 
 func pathHistory(ctx context.Context, c *call) (string, any, error) {
-	cur, err := c.s.cursor(c.t, c.a)
-	if err != nil {
-		return "", nil, err
-	}
-	db, err := c.db(ctx)
+	cur, db, err := c.cursorAndDB(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -341,14 +323,6 @@ func pathHistory(ctx context.Context, c *call) (string, any, error) {
 		}
 	}
 	out := pathHistoryOut{Database: c.a.str("database"), Branch: branch, Resource: res, Path: ptr.String()}
-	var cut bool
-	out.Changes, cut = page(all, len(all), budget)
-	if cut {
-		next = out.Changes[len(out.Changes)-1].Revision
-	}
-	if next != 0 {
-		out.More = true
-		out.NextCursor = c.s.newCursor(c.t, c.a, cursorState{Before: next})
-	}
+	out.Changes, out.More, out.NextCursor = pageBefore(c, all, next, func(ch pathChangeJSON) uint64 { return ch.Revision })
 	return fmt.Sprintf("%d change(s) of %s%s on branch %s, newest first%s.", len(out.Changes), res, ptr, branch, moreText(out.More)), out, nil
 }

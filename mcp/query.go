@@ -237,10 +237,7 @@ func transform(ctx context.Context, c *call) (string, any, error) {
 	}
 	res := c.a.str("resource")
 	r, err := c.s.engine.TransformResource(ctx, db, res, c.a.str("query"), ps, w)
-	if err != nil {
-		return "", nil, err
-	}
-	return writeSummary(r, "transform of "+res), c.writeOut(r), nil
+	return c.written(r, err, "transform of "+res)
 }
 
 // newEngine returns the engine the server runs programs in: the configured one, or a new one of its own (with the

@@ -421,10 +421,7 @@ func listDatabases(ctx context.Context, c *call) (string, any, error) {
 		dbs = append(dbs, d)
 	}
 	out := listDatabasesOut{}
-	out.Databases, out.More = page(dbs, limit, c.s.budget())
-	if out.More {
-		out.NextCursor = c.s.newCursor(c.t, c.a, cursorState{After: out.Databases[len(out.Databases)-1].Name})
-	}
+	out.Databases, out.More, out.NextCursor = pageByName(c, dbs, limit, func(d databaseJSON) string { return d.Name }, cursorState{})
 	return fmt.Sprintf("%d database(s)%s.", len(out.Databases), moreText(out.More)), out, nil
 }
 
@@ -443,6 +440,30 @@ func moreText(more bool) string {
 		return "; there are more: pass next_cursor as cursor to continue"
 	}
 	return ""
+}
+
+// cursorAndDB reads the call's cursor and opens its database, the first steps of the paged read tools.
+func (c *call) cursorAndDB(ctx context.Context) (*cursorState, *snapshots.DB, error) {
+	cur, err := c.s.cursor(c.t, c.a)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := c.db(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cur, db, nil
+}
+
+// pageByName pages items, which are in the order of their names, and where more follow makes the cursor (st with
+// After set) that continues after the name of the last item kept.
+func pageByName[T any](c *call, items []T, limit int, name func(T) string, st cursorState) (kept []T, more bool, next string) {
+	kept, more = page(items, limit, c.s.budget())
+	if more {
+		st.After = name(kept[len(kept)-1])
+		next = c.s.newCursor(c.t, c.a, st)
+	}
+	return kept, more, next
 }
 
 // ---- list_resources
@@ -480,11 +501,7 @@ func branchOr(b string) string {
 }
 
 func listResources(ctx context.Context, c *call) (string, any, error) {
-	cur, err := c.s.cursor(c.t, c.a)
-	if err != nil {
-		return "", nil, err
-	}
-	db, err := c.db(ctx)
+	cur, db, err := c.cursorAndDB(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -504,10 +521,8 @@ func listResources(ctx context.Context, c *call) (string, any, error) {
 		all = all[i:]
 	}
 	out := listResourcesOut{Database: c.a.str("database"), Revision: st.Rev.Number, Branch: st.Branch}
-	out.Resources, out.More = page(all, c.limit(100), c.s.budget())
-	if out.More {
-		out.NextCursor = c.s.newCursor(c.t, c.a, cursorState{Revs: []uint64{st.Rev.Number}, After: out.Resources[len(out.Resources)-1].Name})
-	}
+	out.Resources, out.More, out.NextCursor = pageByName(c, all, c.limit(100),
+		func(r snapshots.ResourceSummary) string { return r.Name }, cursorState{Revs: []uint64{st.Rev.Number}})
 	return fmt.Sprintf("%d resource(s) at revision %d%s.", len(out.Resources), st.Rev.Number, moreText(out.More)), out, nil
 }
 
@@ -634,11 +649,7 @@ func shownLen(raw json.RawMessage) int {
 }
 
 func read(ctx context.Context, c *call) (string, any, error) {
-	cur, err := c.s.cursor(c.t, c.a)
-	if err != nil {
-		return "", nil, err
-	}
-	db, err := c.db(ctx)
+	cur, db, err := c.cursorAndDB(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -730,31 +741,16 @@ type listBranchesOut struct {
 }
 
 func listBranches(ctx context.Context, c *call) (string, any, error) {
-	cur, err := c.s.cursor(c.t, c.a)
-	if err != nil {
-		return "", nil, err
-	}
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	bs, err := db.Branches(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	slices.SortFunc(bs, func(a, b store.BranchRecord) int { return cmpString(a.Name, b.Name) })
-	all := []branchJSON{}
-	for _, b := range bs {
-		if cur != nil && b.Name <= cur.After {
-			continue
-		}
-		all = append(all, branchJSON{Name: b.Name, Head: b.Head, Base: b.Base, Creator: b.Creator, Created: b.Created,
-			Protected: c.s.cfg.protected(b.Name)})
-	}
 	out := listBranchesOut{Database: c.a.str("database")}
-	out.Branches, out.More = page(all, c.limit(100), c.s.budget())
-	if out.More {
-		out.NextCursor = c.s.newCursor(c.t, c.a, cursorState{After: out.Branches[len(out.Branches)-1].Name})
+	var err error
+	out.Branches, out.More, out.NextCursor, err = listNamed(ctx, c, (*snapshots.DB).Branches,
+		func(b store.BranchRecord) branchJSON {
+			return branchJSON{Name: b.Name, Head: b.Head, Base: b.Base, Creator: b.Creator, Created: b.Created,
+				Protected: c.s.cfg.protected(b.Name)}
+		},
+		func(b branchJSON) string { return b.Name })
+	if err != nil {
+		return "", nil, err
 	}
 	return fmt.Sprintf("%d branch(es)%s.", len(out.Branches), moreText(out.More)), out, nil
 }
@@ -775,30 +771,38 @@ type listSnapshotsOut struct {
 }
 
 func listSnapshots(ctx context.Context, c *call) (string, any, error) {
-	cur, err := c.s.cursor(c.t, c.a)
-	if err != nil {
-		return "", nil, err
-	}
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	ls, err := db.Snapshots(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	slices.SortFunc(ls, func(a, b store.LabelRecord) int { return cmpString(a.Name, b.Name) })
-	all := []snapshotJSON{}
-	for _, l := range ls {
-		if cur != nil && l.Name <= cur.After {
-			continue
-		}
-		all = append(all, snapshotJSON{Name: l.Name, Revision: l.Revision, Note: clipText(l.Note, maxMessage), Creator: l.Creator, Created: l.Created})
-	}
 	out := listSnapshotsOut{Database: c.a.str("database")}
-	out.Snapshots, out.More = page(all, c.limit(100), c.s.budget())
-	if out.More {
-		out.NextCursor = c.s.newCursor(c.t, c.a, cursorState{After: out.Snapshots[len(out.Snapshots)-1].Name})
+	var err error
+	out.Snapshots, out.More, out.NextCursor, err = listNamed(ctx, c, (*snapshots.DB).Snapshots,
+		func(l store.LabelRecord) snapshotJSON {
+			return snapshotJSON{Name: l.Name, Revision: l.Revision, Note: clipText(l.Note, maxMessage), Creator: l.Creator, Created: l.Created}
+		},
+		func(l snapshotJSON) string { return l.Name })
+	if err != nil {
+		return "", nil, err
 	}
 	return fmt.Sprintf("%d snapshot(s)%s.", len(out.Snapshots), moreText(out.More)), out, nil
+}
+
+// listNamed lists the records of a database that have names (branches, snapshots) for list_branches and
+// list_snapshots: shown, in the order of their names, after the cursor's name, and paged with the cursor that continues.
+func listNamed[R, J any](ctx context.Context, c *call, fetch func(*snapshots.DB, context.Context) ([]R, error),
+	show func(R) J, name func(J) string) (kept []J, more bool, next string, err error) {
+	cur, db, err := c.cursorAndDB(ctx)
+	if err != nil {
+		return nil, false, "", err
+	}
+	rs, err := fetch(db, ctx)
+	if err != nil {
+		return nil, false, "", err
+	}
+	all := []J{}
+	for _, r := range rs {
+		if j := show(r); cur == nil || name(j) > cur.After {
+			all = append(all, j)
+		}
+	}
+	slices.SortFunc(all, func(a, b J) int { return cmpString(name(a), name(b)) })
+	kept, more, next = pageByName(c, all, c.limit(100), name, cursorState{})
+	return kept, more, next, nil
 }

@@ -72,6 +72,14 @@ func writeSummary(res *snapshots.Result, what string) string {
 	return fmt.Sprintf("revision %d on %s: %s; %s.", res.Revision, res.Branch, what, changed)
 }
 
+// written answers a write: its error, or the summary of what it did (see writeSummary) and its result.
+func (c *call) written(r *snapshots.Result, err error, what string) (string, any, error) {
+	if err != nil {
+		return "", nil, err
+	}
+	return writeSummary(r, what), c.writeOut(r), nil
+}
+
 // writeOptions are the library's write options for this call.
 func (c *call) writeOptions() snapshots.WriteOptions {
 	w := snapshots.WriteOptions{Branch: c.a.str("branch"), ExpectedHead: c.a.uint("expected_head"),
@@ -232,15 +240,7 @@ func put(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	res := c.a.str("resource")
-	value := c.a.raw("value")
-	r, err := c.commitChecked(ctx, db, c.writeOptions(),
-		func(st snapshots.State) (bool, error) { return addOverwrites(ctx, db, st, res, nil) },
-		func(w snapshots.WriteOptions) (*snapshots.Result, error) { return db.Put(ctx, res, value, w) })
-	if err != nil {
-		return "", nil, err
-	}
-	return writeSummary(r, "put "+res), c.writeOut(r), nil
+	return c.addValue(ctx, db, nil, "put ")
 }
 
 func insert(ctx context.Context, c *call) (string, any, error) {
@@ -252,6 +252,13 @@ func insert(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	return c.addValue(ctx, db, ptr, "insert at ")
+}
+
+// addValue writes the call's value into its resource at ptr, or as the whole resource when ptr is empty, for put
+// and insert: on a protected branch only where it overwrites nothing (see commitChecked). The summary says what,
+// then the resource and path.
+func (c *call) addValue(ctx context.Context, db *snapshots.DB, ptr revision.Pointer, what string) (string, any, error) {
 	res := c.a.str("resource")
 	value := c.a.raw("value")
 	r, err := c.commitChecked(ctx, db, c.writeOptions(),
@@ -262,34 +269,29 @@ func insert(ctx context.Context, c *call) (string, any, error) {
 			}
 			return db.Patch(ctx, res, []revision.Operation{{Op: "add", Path: ptr.String(), Value: value, HasValue: true}}, w)
 		})
-	if err != nil {
-		return "", nil, err
-	}
-	return writeSummary(r, "insert at "+res+ptr.String()), c.writeOut(r), nil
+	return c.written(r, err, what+res+ptr.String())
 }
 
 func update(ctx context.Context, c *call) (string, any, error) {
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	ptr, err := c.a.pointer("path")
-	if err != nil {
-		return "", nil, err
-	}
-	res := c.a.str("resource")
-	w := c.writeOptions()
-	if err := c.refuseProtected(w.Branch, true); err != nil {
-		return "", nil, err
-	}
-	r, err := db.Patch(ctx, res, []revision.Operation{{Op: "replace", Path: ptr.String(), Value: c.a.raw("value"), HasValue: true}}, w)
-	if err != nil {
-		return "", nil, err
-	}
-	return writeSummary(r, "update at "+res+ptr.String()), c.writeOut(r), nil
+	return c.overwrite(ctx, "update at ", func(db *snapshots.DB, res string, ptr revision.Pointer, w snapshots.WriteOptions) (*snapshots.Result, error) {
+		return db.Patch(ctx, res, []revision.Operation{{Op: "replace", Path: ptr.String(), Value: c.a.raw("value"), HasValue: true}}, w)
+	})
 }
 
 func del(ctx context.Context, c *call) (string, any, error) {
+	return c.overwrite(ctx, "delete at ", func(db *snapshots.DB, res string, ptr revision.Pointer, w snapshots.WriteOptions) (*snapshots.Result, error) {
+		if len(ptr) == 0 {
+			return db.DeleteResource(ctx, res, w)
+		}
+		return db.Patch(ctx, res, []revision.Operation{{Op: "remove", Path: ptr.String()}}, w)
+	})
+}
+
+// overwrite carries out a write that removes or overwrites data at the call's resource and path (update, delete,
+// restore): it opens the database, reads the path, refuses the write on a protected branch (see refuseProtected),
+// commits it with do and answers it. The summary says what, then the resource and path.
+func (c *call) overwrite(ctx context.Context, what string,
+	do func(db *snapshots.DB, res string, ptr revision.Pointer, w snapshots.WriteOptions) (*snapshots.Result, error)) (string, any, error) {
 	db, err := c.db(ctx)
 	if err != nil {
 		return "", nil, err
@@ -303,16 +305,8 @@ func del(ctx context.Context, c *call) (string, any, error) {
 	if err := c.refuseProtected(w.Branch, true); err != nil {
 		return "", nil, err
 	}
-	var r *snapshots.Result
-	if len(ptr) == 0 {
-		r, err = db.DeleteResource(ctx, res, w)
-	} else {
-		r, err = db.Patch(ctx, res, []revision.Operation{{Op: "remove", Path: ptr.String()}}, w)
-	}
-	if err != nil {
-		return "", nil, err
-	}
-	return writeSummary(r, "delete at "+res+ptr.String()), c.writeOut(r), nil
+	r, err := do(db, res, ptr, w)
+	return c.written(r, err, what+res+ptr.String())
 }
 
 // patchMembers are the members an operation may have. RFC 6902 ignores others, but this server's schemas are
@@ -357,10 +351,7 @@ func patch(ctx context.Context, c *call) (string, any, error) {
 	r, err := c.commitChecked(ctx, db, c.writeOptions(),
 		func(st snapshots.State) (bool, error) { return patchOverwrites(ctx, db, st, res, ops) },
 		func(w snapshots.WriteOptions) (*snapshots.Result, error) { return db.Patch(ctx, res, ops, w) })
-	if err != nil {
-		return "", nil, err
-	}
-	return writeSummary(r, fmt.Sprintf("patch of %s (%d operation(s))", res, len(ops))), c.writeOut(r), nil
+	return c.written(r, err, fmt.Sprintf("patch of %s (%d operation(s))", res, len(ops)))
 }
 
 // ---- restore and revert
@@ -373,24 +364,9 @@ func restore(ctx context.Context, c *call) (string, any, error) {
 	if !given {
 		return "", nil, newError(codeInvalidArgument, "restore needs the state to restore from: from_revision, from_snapshot, or from_branch (with from_at)")
 	}
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	ptr, err := c.a.pointer("path")
-	if err != nil {
-		return "", nil, err
-	}
-	w := c.writeOptions()
-	if err := c.refuseProtected(w.Branch, true); err != nil {
-		return "", nil, err
-	}
-	res := c.a.str("resource")
-	r, err := db.Restore(ctx, res, ptr, from, w)
-	if err != nil {
-		return "", nil, err
-	}
-	return writeSummary(r, "restore of "+res+ptr.String()), c.writeOut(r), nil
+	return c.overwrite(ctx, "restore of ", func(db *snapshots.DB, res string, ptr revision.Pointer, w snapshots.WriteOptions) (*snapshots.Result, error) {
+		return db.Restore(ctx, res, ptr, from, w)
+	})
 }
 
 func revert(ctx context.Context, c *call) (string, any, error) {
@@ -416,10 +392,7 @@ func revert(ctx context.Context, c *call) (string, any, error) {
 		return "", nil, err
 	}
 	r, err := db.Revert(ctx, target, w)
-	if err != nil {
-		return "", nil, err
-	}
-	return writeSummary(r, "revert"), c.writeOut(r), nil
+	return c.written(r, err, "revert")
 }
 
 // ---- branches and snapshots
@@ -475,22 +448,8 @@ func deleteBranch(ctx context.Context, c *call) (string, any, error) {
 	if c.s.cfg.protected(name) {
 		return "", nil, confirmationRequired("deleting protected branch " + name)
 	}
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	bs, err := db.Branches(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	for _, b := range bs {
-		if b.Name == name {
-			if err := c.creatorCheck("branch", name, b.Creator); err != nil {
-				return "", nil, err
-			}
-		}
-	}
-	b, err := db.DeleteBranch(ctx, name)
+	b, err := deleteNamed(ctx, c, "branch", name, (*snapshots.DB).Branches, (*snapshots.DB).DeleteBranch,
+		func(b store.BranchRecord) (string, string) { return b.Name, b.Creator })
 	if err != nil {
 		return "", nil, err
 	}
@@ -538,26 +497,36 @@ func createSnapshot(ctx context.Context, c *call) (string, any, error) {
 
 func deleteSnapshot(ctx context.Context, c *call) (string, any, error) {
 	name := c.a.str("name")
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	ls, err := db.Snapshots(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	for _, l := range ls {
-		if l.Name == name {
-			if err := c.creatorCheck("snapshot", name, l.Creator); err != nil {
-				return "", nil, err
-			}
-		}
-	}
-	l, err := db.DeleteSnapshot(ctx, name)
+	l, err := deleteNamed(ctx, c, "snapshot", name, (*snapshots.DB).Snapshots, (*snapshots.DB).DeleteSnapshot,
+		func(l store.LabelRecord) (string, string) { return l.Name, l.Creator })
 	if err != nil {
 		return "", nil, err
 	}
 	return fmt.Sprintf("deleted snapshot %s (it named revision %d).", l.Name, l.Revision), c.snapshotOut(l), nil
+}
+
+// deleteNamed deletes the branch or snapshot (kind) called name, for delete_branch and delete_snapshot: it lists
+// the records of that kind to refuse, without a confirmed plan, deleting one that another principal created (see
+// creatorCheck). of gives a record's name and creator.
+func deleteNamed[R any](ctx context.Context, c *call, kind, name string, list func(*snapshots.DB, context.Context) ([]R, error),
+	del func(*snapshots.DB, context.Context, string) (R, error), of func(R) (name, creator string)) (R, error) {
+	var zero R
+	db, err := c.db(ctx)
+	if err != nil {
+		return zero, err
+	}
+	rs, err := list(db, ctx)
+	if err != nil {
+		return zero, err
+	}
+	for _, r := range rs {
+		if n, creator := of(r); n == name {
+			if err := c.creatorCheck(kind, name, creator); err != nil {
+				return zero, err
+			}
+		}
+	}
+	return del(db, ctx, name)
 }
 
 // ---- promote
