@@ -66,6 +66,8 @@ type Config struct {
 
 	// beforeHandler, when set, runs at the start of every tool handler: tests inject panics with it.
 	beforeHandler func(tool string)
+	// afterHandler, when set, runs when a tool handler returns: tests see with it when a cancelled call ended.
+	afterHandler func(tool string)
 }
 
 // Validate checks the configuration without starting anything, so that a command line can refuse bad flags before

@@ -24,6 +24,7 @@ type harness struct {
 	path    string
 	cs      *mcpsdk.ClientSession
 	outputs map[string]*jsonschema.Resolved // output schemas by tool, as listed
+	copts   *mcpsdk.ClientOptions           // the client's options (nil: the defaults)
 }
 
 // clock is a test clock: every call is one second later, so times are distinct and time travel is repeatable.
@@ -42,12 +43,18 @@ func newHarness(t *testing.T, cfg Config) *harness {
 // newHarnessAt serves an existing data directory.
 func newHarnessAt(t *testing.T, path string, cfg Config) *harness {
 	t.Helper()
+	return newHarnessWith(t, path, cfg, nil)
+}
+
+// newHarnessWith serves an existing data directory to a client with options copts.
+func newHarnessWith(t *testing.T, path string, cfg Config, copts *mcpsdk.ClientOptions) *harness {
+	t.Helper()
 	ck := &clock{t: time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)}
 	dir, err := snapshots.OpenDir(path, &snapshots.DirOptions{DB: snapshots.Options{Now: ck.now}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, dir: dir, path: path}
+	h := &harness{t: t, dir: dir, path: path, copts: copts}
 	h.connect(cfg)
 	return h
 }
@@ -66,7 +73,7 @@ func (h *harness) connect(cfg Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "strata-test", Version: "0"}, nil)
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "strata-test", Version: "0"}, h.copts)
 	cs, err := client.Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)

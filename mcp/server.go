@@ -152,7 +152,8 @@ func (s *server) toolNames() []string {
 
 // handler adapts a tool to the go-sdk: it decodes the raw arguments, runs the tool, and shapes its answer or error.
 // A panic becomes a JSON-RPC internal error without a stack trace (the stack goes to the server's log), and the
-// server goes on serving: the go-sdk has no recovery of its own.
+// server goes on serving: the go-sdk has no recovery of its own. A call that carries a progress token gets progress
+// notifications while its tool runs, and none after its result (startProgress).
 func (s *server) handler(t *toolSpec) mcpsdk.ToolHandler {
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (res *mcpsdk.CallToolResult, err error) {
 		defer func() {
@@ -165,6 +166,11 @@ func (s *server) handler(t *toolSpec) mcpsdk.ToolHandler {
 				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 			}
 		}()
+		// ctx is the request's context: a client's notifications/cancelled cancels it (DESIGN.md §3.7).
+		if h := s.cfg.afterHandler; h != nil {
+			defer h(t.name)
+		}
+		defer s.startProgress(ctx, req, t.name)()
 		if h := s.cfg.beforeHandler; h != nil {
 			h(t.name)
 		}
