@@ -167,3 +167,158 @@ test('http: strata serve', async (t) => {
     await client.close();
   }
 });
+
+// Every tool the server lists, a prompt, progress and cancellation, over stdio with --writes on.
+test('stdio: every tool, a prompt, progress and cancellation (--writes on)', async (t) => {
+  const data = tempData(t);
+  const transport = new StdioClientTransport({
+    command: bin,
+    args: ['mcp', '--data', data, '--writes', 'on'],
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'strata-e2e', version: '1.0.0' });
+  await client.connect(transport);
+  try {
+    const { tools } = await client.listTools();
+    const schemas = new Map(tools.map((tool) => [tool.name, tool.inputSchema]));
+    const called = new Set();
+    // Every call goes through here: its arguments must be ones the tool's input schema names.
+    const use = async (name, args = {}, options) => {
+      const schema = schemas.get(name);
+      assert.ok(schema, `tools/list lacks ${name}`);
+      for (const k of Object.keys(args)) {
+        assert.ok(k in (schema.properties ?? {}), `${name}: argument ${k} is not in its input schema`);
+      }
+      for (const k of schema.required ?? []) {
+        assert.ok(k in args, `${name}: required argument ${k} missing`);
+      }
+      called.add(name);
+      return client.callTool({ name, arguments: args }, undefined, options);
+    };
+    const good = async (name, args, options) => {
+      const r = await use(name, args, options);
+      assert.ok(!r.isError, `${name} ${JSON.stringify(args)} failed: ${r.isError && text(r)}`);
+      return r;
+    };
+    const db = 'allt';
+
+    const status = await good('status', {});
+    assert.ok(status.structuredContent, 'status has structured content');
+    await good('create_database', { database: db });
+    const dbs = await good('list_databases', {});
+    assert.ok(text(dbs).includes(db), text(dbs));
+
+    // Writes to main that do not need confirmation: creating resources.
+    const p1 = await good('put', { database: db, resource: 'cfg', value: { price: 1, tags: ['a'], note: 'x' } });
+    const rev1 = p1.structuredContent.revision;
+    assert.ok(rev1 > 0);
+    await good('put', { database: db, resource: 'gone', value: { v: 1 } });
+    // A destructive write to main is refused under --writes on.
+    const refused = await use('update', { database: db, resource: 'cfg', path: '/price', value: 2 });
+    assert.equal(refused.isError, true, 'update on main needs confirmation');
+    assert.match(text(refused), /^CONFIRMATION_REQUIRED: /);
+
+    await good('create_snapshot', { database: db, name: 'base', note: 'before the work' });
+    const snaps = await good('list_snapshots', { database: db });
+    assert.ok(text(snaps).includes('base'), text(snaps));
+    await good('create_branch', { database: db, name: 'work' });
+    await good('create_branch', { database: db, name: 'tmp', from_snapshot: 'base' });
+    const brs = await good('list_branches', { database: db });
+    assert.ok(text(brs).includes('"work"') && text(brs).includes('"tmp"'), text(brs));
+
+    // The write tools, on the branch.
+    await good('update', { database: db, resource: 'cfg', path: '/price', value: 2, branch: 'work' });
+    await good('insert', { database: db, resource: 'cfg', path: '/tags/-', value: 'b', branch: 'work' });
+    await good('patch', {
+      database: db, resource: 'cfg', branch: 'work',
+      operations: [{ op: 'test', path: '/price', value: 2 }, { op: 'replace', path: '/price', value: 3 }],
+    });
+    await good('transform', { database: db, resource: 'cfg', branch: 'work', query: '.price += $d', params: { d: 10 } });
+    await good('delete', { database: db, resource: 'cfg', path: '/note', branch: 'work' });
+    await good('delete', { database: db, resource: 'gone', branch: 'work' });
+    await good('restore', { database: db, resource: 'gone', branch: 'work', from_snapshot: 'base' });
+    const cfg = await good('read', { database: db, resource: 'cfg', branch: 'work' });
+    assert.ok(text(cfg).includes('"price":13'), text(cfg));
+    assert.ok(!text(cfg).includes('"note"'), text(cfg));
+
+    // The read tools.
+    const res = await good('list_resources', { database: db, branch: 'work' });
+    assert.ok(text(res).includes('cfg') && text(res).includes('gone'), text(res));
+    const info = await good('resource_info', { database: db, resource: 'cfg', branch: 'work' });
+    assert.ok(info.structuredContent);
+    const q = await good('query', { database: db, resource: 'cfg', branch: 'work', query: '.tags | length' });
+    assert.ok(text(q).includes('2'), text(q));
+    const hist = await good('history', { database: db, branch: 'work', limit: 50 });
+    assert.ok(hist.structuredContent);
+    const ph = await good('path_history', { database: db, resource: 'cfg', path: '/price', branch: 'work' });
+    assert.ok(text(ph).includes('13'), text(ph));
+    const bis = await good('bisect', { database: db, resource: 'cfg', branch: 'work', predicate: '.price > 5' });
+    assert.ok(bis.structuredContent);
+    const show = await good('show_revision', { database: db, revision: rev1 });
+    assert.ok(text(show).includes('put'), text(show));
+    const d = await good('diff', { database: db, from_branch: 'main', to_branch: 'work' });
+    assert.ok(d.structuredContent.operations.length > 0, text(d));
+
+    // revert on the scratch branch, then promote the work branch into main and drop the named states.
+    await good('put', { database: db, resource: 'scratch', value: 1, branch: 'tmp' });
+    await good('revert', { database: db, branch: 'tmp', snapshot: 'base' });
+    const tmpRes = await good('list_resources', { database: db, branch: 'tmp' });
+    assert.ok(!text(tmpRes).includes('scratch'), text(tmpRes));
+    await good('promote', { database: db, branch: 'work', into: 'tmp' });
+    const promoted = await good('read', { database: db, resource: 'cfg', path: '/price', branch: 'tmp' });
+    assert.equal(promoted.structuredContent.value, 13);
+    await good('delete_branch', { database: db, name: 'tmp' });
+    await good('delete_snapshot', { database: db, name: 'base' });
+
+    // A prompt: the arguments the user gave appear only inside the untrusted-data boundary.
+    const { prompts } = await client.listPrompts();
+    assert.ok(prompts.some((p) => p.name === 'safe_change'), prompts.map((p) => p.name).join());
+    const dbName = 'promptdbq7';
+    const prompt = await client.getPrompt({ name: 'safe_change', arguments: { database: dbName, change: 'raise the price' } });
+    assert.equal(prompt.messages.length, 1);
+    const ptext = prompt.messages[0].content.text;
+    const m = ptext.match(/<(untrusted-data-[0-9a-f]{24})>([\s\S]*?)<\/\1>/);
+    assert.ok(m, `no untrusted-data block:\n${ptext}`);
+    assert.ok(m[2].includes(dbName), `the database name is not inside the block:\n${ptext}`);
+    assert.ok(!ptext.replace(m[0], '').includes(dbName), `the database name appears outside the block:\n${ptext}`);
+
+    // Progress: a slowish query with a progress token gets at least one notification before its result.
+    // (The SDK drops a call's progress handler when its response arrives, so every one counted came before it.)
+    const progress = [];
+    let resolved = false;
+    const slowCall = good('query', { database: db, resource: 'cfg', query: 'reduce range(3000000) as $i (0; . + 1)' }, {
+      onprogress: (p) => progress.push({ ...p, afterResult: resolved }),
+      timeout: 60000,
+    });
+    const slow = await slowCall.then((r) => {
+      resolved = true;
+      return r;
+    });
+    assert.ok(text(slow).includes('3000000'), text(slow));
+    assert.ok(progress.length >= 1, 'no progress notification arrived');
+    assert.ok(progress.every((p) => !p.afterResult), 'a progress notification arrived after the result');
+    t.diagnostic(`progress notifications before the result: ${progress.length}`);
+
+    // Cancellation: an unbounded query rejects promptly when aborted, and the server still answers.
+    const ac = new AbortController();
+    const started = Date.now();
+    const long = use('query', { database: db, resource: 'cfg', query: 'reduce range(1e12) as $i (0; . + 1)' }, {
+      signal: ac.signal,
+      timeout: 60000,
+    });
+    setTimeout(() => ac.abort('e2e cancel'), 300);
+    await assert.rejects(long);
+    const elapsed = Date.now() - started;
+    assert.ok(elapsed < 5000, `the cancelled call took ${elapsed} ms`);
+    t.diagnostic(`the cancelled call rejected after ${elapsed} ms`);
+    const after = await good('status', {});
+    assert.ok(after.structuredContent);
+
+    // Every listed tool was called.
+    const missed = tools.map((tool) => tool.name).filter((n) => !called.has(n));
+    assert.deepEqual(missed, [], `tools not exercised: ${missed.join(', ')}`);
+    t.diagnostic(`tools exercised: ${called.size} of ${tools.length}`);
+  } finally {
+    await client.close();
+  }
+});
