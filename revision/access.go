@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 
 	"github.com/strata-db/strata/revision/internal/codec"
 	"github.com/strata-db/strata/store"
@@ -146,12 +145,11 @@ func (f *Forest) Get(ctx context.Context, root Value, ptr Pointer) (Value, error
 }
 
 func (r *reader) get(v Value, ptr Pointer, op string) (Value, error) {
-	for k, tok := range ptr {
+	for k := range ptr {
 		next, err := r.step(v, ptr, k, op)
 		if err != nil {
 			return Value{}, err
 		}
-		_ = tok
 		v = next
 	}
 	return v, nil
@@ -247,4 +245,3 @@ func editDistance(a, b string, limit int) int {
 	return prev[len(b)]
 }
 
-var _ = strconv.Itoa

@@ -163,12 +163,6 @@ func (f *Forest) Apply(ctx context.Context, root Value, ops []Operation) (Value,
 	return c.Root, st, err
 }
 
-// Set replaces the value at ptr (which must exist, or be the root) with the JSON text value: a convenience for a
-// one-operation patch.
-func (f *Forest) Set(ctx context.Context, root Value, ptr Pointer, value []byte) (*Change, error) {
-	return f.Patch(ctx, root, []Operation{{Op: "replace", Path: ptr.String(), Value: value, HasValue: true}})
-}
-
 func (t *txn) applyOp(root Value, op Operation) (Value, error) {
 	ptr, err := ParsePointer(op.Path)
 	if err != nil {
@@ -343,4 +337,3 @@ func (r *reader) entries(v Value) ([]kv, error) {
 	return out, err
 }
 
-var _ = errors.Is

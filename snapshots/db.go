@@ -289,17 +289,7 @@ func (db *DB) resource(ctx context.Context, st State, name string) (revision.Val
 	if err := ValidResourceName(name); err != nil {
 		return revision.Value{}, err
 	}
-	v, err := db.forest.Get(ctx, st.Root, revision.Pointer{name})
-	if errors.Is(err, revision.ErrNotFound) {
-		var pe *revision.PathError
-		var near []string
-		if errors.As(err, &pe) {
-			near = pe.DidYouMean
-		}
-		return revision.Value{}, &NotFoundError{What: "resource", Name: name, DidYouMean: near,
-			Hint: fmt.Sprintf("not in revision %d", st.Rev.Number)}
-	}
-	return v, err
+	return resourceIn(ctx, db.forest, st, name, fmt.Sprintf("not in revision %d", st.Rev.Number))
 }
 
 // ResourceSummary describes one resource at a state.

@@ -42,7 +42,7 @@ func (db *DB) Patch(ctx context.Context, resource string, ops []revision.Operati
 		scoped[i] = op
 	}
 	return db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
-		if _, err := db.resourceIn(ctx, f, head, resource); err != nil {
+		if _, err := resourceIn(ctx, f, head, resource, "use put to create it"); err != nil {
 			return nil, nil, err
 		}
 		c, err := f.Patch(ctx, head.Root, scoped)
@@ -68,7 +68,9 @@ func unscope(err error, prefix string) error {
 	return err
 }
 
-func (db *DB) resourceIn(ctx context.Context, f *revision.Forest, st State, name string) (revision.Value, error) {
+// resourceIn returns a resource's value in a state, read through f; a missing one is a NotFoundError with the
+// closest names and hint.
+func resourceIn(ctx context.Context, f *revision.Forest, st State, name, hint string) (revision.Value, error) {
 	v, err := f.Get(ctx, st.Root, revision.Pointer{name})
 	if errors.Is(err, revision.ErrNotFound) {
 		var pe *revision.PathError
@@ -76,7 +78,7 @@ func (db *DB) resourceIn(ctx context.Context, f *revision.Forest, st State, name
 		if errors.As(err, &pe) {
 			near = pe.DidYouMean
 		}
-		return v, &NotFoundError{What: "resource", Name: name, DidYouMean: near, Hint: "use put to create it"}
+		return v, &NotFoundError{What: "resource", Name: name, DidYouMean: near, Hint: hint}
 	}
 	return v, err
 }
@@ -87,7 +89,7 @@ func (db *DB) DeleteResource(ctx context.Context, resource string, w WriteOption
 		return nil, err
 	}
 	return db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
-		if _, err := db.resourceIn(ctx, f, head, resource); err != nil {
+		if _, err := resourceIn(ctx, f, head, resource, "use put to create it"); err != nil {
 			return nil, nil, err
 		}
 		c, err := f.Patch(ctx, head.Root, []revision.Operation{{Op: "remove", Path: revision.Pointer{resource}.String()}})
