@@ -471,43 +471,65 @@ func (b *Bolt) PutNodes(ctx context.Context, nodes []Node) (PutStats, error) {
 	// Hash and compress outside the transaction, so that concurrent callers do that work in parallel and the
 	// writer lock is held only for the B+tree work and the commit. Nodes already present are compressed for
 	// nothing; that is rare, since callers write the nodes a change created.
+	stored, err := encodeNodes(ctx, nodes)
+	if err != nil {
+		return PutStats{}, err
+	}
+	var st PutStats
+	err = b.update(ctx, func(tx *bolt.Tx) error {
+		var err error
+		if st, err = putEncoded(tx.Bucket(bucketNodes), nodes, stored); err != nil {
+			return err
+		}
+		if st.Nodes == 0 {
+			return errNoCommit // all present, and durable: no commit, no fsync
+		}
+		return nil
+	})
+	if err != nil {
+		return PutStats{}, err
+	}
+	return st, nil
+}
+
+// encodeNodes checks that each node's data hashes to its address and returns its stored form. A node that does not
+// is refused (and nothing is written): under put-if-absent, a wrong value stored at an address could never be
+// replaced by the right one.
+func encodeNodes(ctx context.Context, nodes []Node) ([][]byte, error) {
 	stored := make([][]byte, len(nodes))
 	for i, n := range nodes {
 		if HashOf(n.Data) != n.Hash {
-			return PutStats{}, fmt.Errorf("%w: refusing to store node %s: its data does not hash to its address",
+			return nil, fmt.Errorf("%w: refusing to store node %s: its data does not hash to its address",
 				ErrCorruptNode, n.Hash.Short())
 		}
 		stored[i] = EncodeStored(n.Data)
 		if i%64 == 63 {
 			if err := ctx.Err(); err != nil {
-				return PutStats{}, err
+				return nil, err
 			}
 		}
 	}
+	return stored, nil
+}
+
+// putEncoded stores each node not already present in the nodes bucket and counts what it added. The bucket's
+// sequence counts its nodes, so that Stats need not walk the bucket; it lives in the bucket's header, which the
+// commit rewrites anyway.
+func putEncoded(bk *bolt.Bucket, nodes []Node, stored [][]byte) (PutStats, error) {
 	var st PutStats
-	err := b.update(ctx, func(tx *bolt.Tx) error {
-		st = PutStats{}
-		bucket := tx.Bucket(bucketNodes)
-		for i, n := range nodes {
-			if bucket.Get(n.Hash[:]) != nil { // present, or earlier in this batch
-				continue
-			}
-			if err := bucket.Put(n.Hash[:], stored[i]); err != nil {
-				return err
-			}
-			st.Nodes++
-			st.RawBytes += int64(len(n.Data))
-			st.StoredBytes += int64(len(stored[i]))
+	for i, n := range nodes {
+		if bk.Get(n.Hash[:]) != nil { // present, or earlier in this batch
+			continue
 		}
-		if st.Nodes == 0 {
-			return errNoCommit // all present, and durable: no commit, no fsync
+		if err := bk.Put(n.Hash[:], stored[i]); err != nil {
+			return PutStats{}, err
 		}
-		// The bucket's sequence counts its nodes, so that Stats need not walk the bucket. It lives in the bucket's
-		// header, which this commit rewrites anyway.
-		return bucket.SetSequence(bucket.Sequence() + uint64(st.Nodes))
-	})
-	if err != nil {
-		return PutStats{}, err
+		st.Nodes++
+		st.RawBytes += int64(len(n.Data))
+		st.StoredBytes += int64(len(stored[i]))
+	}
+	if st.Nodes > 0 {
+		return st, bk.SetSequence(bk.Sequence() + uint64(st.Nodes))
 	}
 	return st, nil
 }

@@ -284,33 +284,18 @@ func (c *boltCat) Scan(bucket string, fn func(string, []byte) bool) error {
 }
 
 func (c *boltCat) PutNodes(nodes []Node) (PutStats, error) {
-	var st PutStats
 	if len(nodes) == 0 {
-		return st, nil
+		return PutStats{}, nil
+	}
+	stored, err := encodeNodes(context.Background(), nodes)
+	if err != nil {
+		return PutStats{}, err
 	}
 	bk, err := c.wbucket(bucketNodes)
 	if err != nil {
-		return st, err
+		return PutStats{}, err
 	}
-	for _, n := range nodes {
-		if bk.Get(n.Hash[:]) != nil {
-			continue
-		}
-		if HashOf(n.Data) != n.Hash {
-			return PutStats{}, fmt.Errorf("%w: refusing to store node %s: its data does not hash to its address", ErrCorruptNode, n.Hash.Short())
-		}
-		stored := EncodeStored(n.Data)
-		if err := bk.Put(n.Hash[:], stored); err != nil {
-			return PutStats{}, err
-		}
-		st.Nodes++
-		st.RawBytes += int64(len(n.Data))
-		st.StoredBytes += int64(len(stored))
-	}
-	if st.Nodes > 0 {
-		return st, bk.SetSequence(bk.Sequence() + uint64(st.Nodes))
-	}
-	return st, nil
+	return putEncoded(bk, nodes, stored)
 }
 
 func (c *boltCat) AddRevision(r RevisionRecord) error {
