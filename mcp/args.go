@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/strata-db/strata/internal/suggest"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -171,56 +172,9 @@ func clip(s string) string {
 	return s[:cut] + "…"
 }
 
-// closestNames returns up to three names near name, nearest first. Case, '_' and '-' do not count, so that
-// expectedHead finds expected_head.
-func closestNames(name string, names []string) []string {
-	norm := func(s string) string {
-		return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
-	}
-	n := norm(name)
-	type cand struct {
-		s string
-		d int
-	}
-	limit := max(1, min(3, len(n)/3))
-	var cs []cand
-	for _, c := range names {
-		cn := norm(c)
-		switch d := distance(n, cn); {
-		case d <= limit:
-			cs = append(cs, cand{c, d})
-		case len(n) >= 3 && (strings.HasPrefix(cn, n) || strings.HasPrefix(n, cn)):
-			cs = append(cs, cand{c, limit + 1})
-		}
-	}
-	slices.SortStableFunc(cs, func(x, y cand) int { return x.d - y.d })
-	var out []string
-	for i := 0; i < len(cs) && i < 3; i++ {
-		out = append(out, cs[i].s)
-	}
-	return out
-}
-
-func distance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			c := 1
-			if ra[i-1] == rb[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}
+// closestNames returns up to three names near name, nearest first (case, '_' and '-' do not count, so that
+// expectedHead finds expected_head).
+func closestNames(name string, names []string) []string { return suggest.Closest(name, names) }
 
 // pointer parses a JSON Pointer argument ("" when absent).
 func (a *args) pointer(name string) (revision.Pointer, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/strata-db/strata/internal/suggest"
 	"github.com/strata-db/strata/revision/internal/codec"
 	"github.com/strata-db/strata/store"
 )
@@ -191,57 +192,12 @@ func (r *reader) step(v Value, ptr Pointer, k int, op string) (Value, error) {
 	}
 }
 
-// closestKeys suggests existing member names near a missing one.
+// closestKeys suggests existing member names near a missing one (from the entries at hand: the inline object, or
+// the leaf where the name would be).
 func closestKeys(name string, entries []codec.Entry) []string {
-	type cand struct {
-		k string
-		d int
+	keys := make([]string, len(entries))
+	for i, e := range entries {
+		keys[i] = e.Key
 	}
-	var best []cand
-	limit := len(name)/3 + 1
-	if limit > 3 {
-		limit = 3
-	}
-	for _, e := range entries {
-		d := editDistance(name, e.Key, limit)
-		if d <= limit {
-			best = append(best, cand{e.Key, d})
-		}
-	}
-	sort.SliceStable(best, func(i, j int) bool { return best[i].d < best[j].d })
-	var out []string
-	for i := 0; i < len(best) && i < 3; i++ {
-		out = append(out, best[i].k)
-	}
-	return out
+	return suggest.Closest(name, keys)
 }
-
-// editDistance is the Levenshtein distance, or limit+1 once it is known to exceed limit.
-func editDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d > limit || -d > limit {
-		return limit + 1
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin > limit {
-			return limit + 1
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-

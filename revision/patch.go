@@ -336,4 +336,3 @@ func (r *reader) entries(v Value) ([]kv, error) {
 	})
 	return out, err
 }
-

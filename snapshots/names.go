@@ -2,8 +2,9 @@ package snapshots
 
 import (
 	"regexp"
-	"sort"
 	"strings"
+
+	"github.com/strata-db/strata/internal/suggest"
 )
 
 var (
@@ -48,44 +49,4 @@ func clip(s string) string {
 }
 
 // closest returns up to three names near name, nearest first.
-func closest(name string, names []string) []string {
-	type cand struct {
-		n string
-		d int
-	}
-	limit := min(3, len(name)/3+1)
-	var cs []cand
-	for _, n := range names {
-		if d := distance(strings.ToLower(name), strings.ToLower(n)); d <= limit {
-			cs = append(cs, cand{n, d})
-		} else if len(name) >= 3 && strings.HasPrefix(n, name) {
-			cs = append(cs, cand{n, limit + 1})
-		}
-	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
-	var out []string
-	for i := 0; i < len(cs) && i < 3; i++ {
-		out = append(out, cs[i].n)
-	}
-	return out
-}
-
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+func closest(name string, names []string) []string { return suggest.Closest(name, names) }
