@@ -220,9 +220,9 @@ func (d *demo) importStep() (demoStep, error) {
 		Name:      "import",
 		Narration: "Import the catalogue: it becomes a tree of immutable nodes, each addressed by its SHA-256.",
 		Lines: []string{
-			fmt.Sprintf("%d products and %d orders, %s of JSON", data.Products, data.Orders, kb(int64(data.JSONBytes))),
+			fmt.Sprintf("%d products and %d orders, %s of JSON", data.Products, data.Orders, byteSize(int64(data.JSONBytes))),
 			fmt.Sprintf("imported: %d nodes, %s raw, %s stored (S2-compressed), in %.1f ms",
-				st.Nodes, kb(st.RawBytes), kb(st.StoredBytes), d.importMS),
+				st.Nodes, byteSize(st.RawBytes), byteSize(st.StoredBytes), d.importMS),
 			fmt.Sprintf("version 1 is root %s", data.Root),
 		},
 		Data: data,
@@ -349,7 +349,7 @@ func (d *demo) patchStep() (demoStep, error) {
 		NodesPercent: 100 * float64(st.Nodes) / float64(d.imported.Nodes),
 		Millis:       took, Root: d.v2.Hash().Short(),
 	}
-	lines := []string{fmt.Sprintf("one patch of %d operations (%s of JSON Patch):", data.Operations, kb(int64(data.PatchBytes)))}
+	lines := []string{fmt.Sprintf("one patch of %d operations (%s of JSON Patch):", data.Operations, byteSize(int64(data.PatchBytes)))}
 	for _, l := range shown {
 		lines = append(lines, "  "+l)
 	}
@@ -359,7 +359,7 @@ func (d *demo) patchStep() (demoStep, error) {
 		fmt.Sprintf("  remove %s  %s %q (discontinued)", d.removedPath, products[removed].ID, products[removed].Name),
 		fmt.Sprintf("version 2 is root %s, made in %.1f ms", data.Root, took),
 		fmt.Sprintf("the change stored %d new nodes (%s stored); the catalogue is %d nodes (%s stored)",
-			st.Nodes, kb(st.StoredBytes), d.imported.Nodes, kb(d.imported.StoredBytes)),
+			st.Nodes, byteSize(st.StoredBytes), d.imported.Nodes, byteSize(d.imported.StoredBytes)),
 		fmt.Sprintf("copy-on-write: %.0f%% of the nodes are new; every other node is shared with version 1",
 			data.NodesPercent),
 	)
@@ -544,10 +544,3 @@ func (d *demo) failedPatchStep() (demoStep, error) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// kb writes a byte count for people.
-func kb(n int64) string {
-	if n < 1000 {
-		return fmt.Sprintf("%d B", n)
-	}
-	return fmt.Sprintf("%.1f KB", float64(n)/1000)
-}
