@@ -543,4 +543,3 @@ func (d *demo) failedPatchStep() (demoStep, error) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
