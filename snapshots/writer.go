@@ -438,6 +438,13 @@ func (db *DB) plan(group []*request) (plans []planned, deferred []*request, last
 			plans = append(plans, planned{r: r, rec: head, branch: b, noop: true})
 			continue
 		}
+		// Compress now, outside the transaction that will store them: it holds the writer lock (and, shared, the
+		// file against other processes) and should do only B+tree work and the commit.
+		for i := range change.Nodes {
+			if change.Nodes[i].Stored == nil {
+				change.Nodes[i].Stored = store.EncodeStored(change.Nodes[i].Data)
+			}
+		}
 		if _, err := ov.PutNodes(r.ctx, change.Nodes); err != nil {
 			fail(err)
 			continue

@@ -502,7 +502,7 @@ func encodeNodes(ctx context.Context, nodes []Node) ([][]byte, error) {
 			return nil, fmt.Errorf("%w: refusing to store node %s: its data does not hash to its address",
 				ErrCorruptNode, n.Hash.Short())
 		}
-		stored[i] = EncodeStored(n.Data)
+		stored[i] = storedForm(n)
 		if i%64 == 63 {
 			if err := ctx.Err(); err != nil {
 				return nil, err

@@ -26,6 +26,14 @@ func EncodeStored(data []byte) []byte {
 	return out[:1+len(enc)]
 }
 
+// storedForm is a node's stored form: the one its caller made ahead of time, or a fresh one.
+func storedForm(n Node) []byte {
+	if n.Stored != nil {
+		return n.Stored
+	}
+	return EncodeStored(n.Data)
+}
+
 // DecodeStored returns the canonical bytes of a stored node and checks them against the node's address.
 func DecodeStored(h Hash, stored []byte) ([]byte, error) {
 	if len(stored) == 0 {

@@ -215,10 +215,13 @@ func (t *memTx) PutNodes(nodes []Node) (PutStats, error) {
 			continue
 		}
 		t.pending[n.Hash] = true
+		if n.Stored == nil {
+			n.Stored = EncodeStored(n.Data) // once: the commit stores this same form
+		}
 		t.nodes = append(t.nodes, n)
 		st.Nodes++
 		st.RawBytes += int64(len(n.Data))
-		st.StoredBytes += int64(len(EncodeStored(n.Data)))
+		st.StoredBytes += int64(len(n.Stored))
 	}
 	return st, nil
 }
