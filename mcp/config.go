@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/snapshots"
@@ -59,6 +60,19 @@ type Config struct {
 	// Logger receives the server's own log (panics in handlers, with their stack). nil discards it.
 	Logger *slog.Logger
 
+	// Policy decides, per tool class, whether a call runs (allow), becomes a plan a person confirms (ask) or is
+	// refused (deny). Classes it leaves empty come from the write mode's preset (PresetPolicy). Write tools are
+	// registered only when some class that changes data is not denied.
+	Policy Policy
+	// Scope narrows the databases and resources the principal sees; what it hides looks exactly like what does not
+	// exist. The zero Scope sees everything.
+	Scope Scope
+	// PlanTTL is how long a plan waits for its confirmation. 0 means DefaultPlanTTL.
+	PlanTTL time.Duration
+	// MaxConcurrentQueries caps the jq programs running at once in the engine the server makes (a shared Engine
+	// brings its own cap). 0 means DefaultMaxConcurrentQueries.
+	MaxConcurrentQueries int
+
 	// Engine runs the jq programs of query, bisect and transform. The caller owns it (and closes it after the
 	// server). nil: the server makes its own, with the default limits and a random cursor key, closed when the
 	// server is no longer reachable (its workers also end with the process).
@@ -81,6 +95,12 @@ func (c Config) Validate() error {
 	if c.MaxOutputChars != 0 && c.MaxOutputChars < minOutputChars {
 		return fmt.Errorf("max output chars %d is too small: use at least %d (or 0 for the default %d)", c.MaxOutputChars, minOutputChars, DefaultMaxOutputChars)
 	}
+	if err := c.Policy.validate(); err != nil {
+		return err
+	}
+	if c.PlanTTL < 0 {
+		return fmt.Errorf("plan TTL %s is negative", c.PlanTTL)
+	}
 	for _, b := range c.Protected {
 		if err := snapshots.ValidRefName("branch", b); err != nil {
 			return fmt.Errorf("protected branch: %w", err)
@@ -93,6 +113,13 @@ func (c Config) Validate() error {
 func (c Config) withDefaults() Config {
 	if c.Writes == "" {
 		c.Writes = WritesOff
+	}
+	c.Policy = c.Policy.over(PresetPolicy(c.Writes))
+	if c.PlanTTL == 0 {
+		c.PlanTTL = DefaultPlanTTL
+	}
+	if c.MaxConcurrentQueries == 0 {
+		c.MaxConcurrentQueries = DefaultMaxConcurrentQueries
 	}
 	if c.Protected == nil {
 		c.Protected = []string{snapshots.Main}
