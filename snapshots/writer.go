@@ -22,6 +22,10 @@ type WriteOptions struct {
 	// must land together with the revision or not at all (a consumed plan's marker). An error fails this write and
 	// nothing of it is written; the other writes of its group are committed without it.
 	InTx func(tx store.CatalogTx, rev store.RevisionRecord) error
+	// DryRun computes the write on the branch head without committing anything: the Result carries a Preview (the
+	// new root, readable with the nodes it would add) instead of a revision. An idempotency key that names an
+	// earlier write still replays it.
+	DryRun bool
 }
 
 func (w WriteOptions) branch() string {
@@ -42,6 +46,8 @@ type Result struct {
 	NewBytes  int64     `json:"new_bytes"`
 	Replayed  bool      `json:"replayed,omitempty"`  // an earlier write with the same idempotency key
 	Unchanged bool      `json:"unchanged,omitempty"` // the write changed nothing: no revision was made; Revision is the head
+	// Preview is what a DryRun write would commit (nil otherwise, and for a replay or a write that changes nothing).
+	Preview *Preview `json:"-"`
 }
 
 // changeFunc computes a new root from the branch head. It may build nodes through f (they are returned in the
@@ -86,6 +92,9 @@ func (db *DB) submit(ctx context.Context, r *request) outcome {
 func (db *DB) commit(ctx context.Context, w WriteOptions, fn changeFunc) (*Result, error) {
 	if err := ValidRefName("branch", w.branch()); err != nil {
 		return nil, err
+	}
+	if w.DryRun {
+		return db.dryRun(ctx, w, fn)
 	}
 	o := db.submit(ctx, &request{opts: w, change: fn})
 	return o.res, o.err

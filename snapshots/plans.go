@@ -1,0 +1,300 @@
+package snapshots
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/store"
+)
+
+// Plans (DESIGN.md §4): a change that needs a person's confirmation is computed without committing and kept as a
+// plan in the database's catalog. A plan is bound to its principal, the exact call (tool and arguments) and the
+// head it was computed on; it expires; it applies at most once, and only while its base is still the head. The
+// marker that it was applied is written in the transaction of the revision it commits (SECURITY.md §2.4).
+
+// Plan states.
+const (
+	PlanPending  = "pending"  // waits for a confirmation
+	PlanApproved = "approved" // a person approved it out of band; the agent may apply it
+	PlanRejected = "rejected" // a person refused it; it never applies
+	PlanApplied  = "applied"  // committed as Revision
+)
+
+var (
+	// ErrPlanChanged: the state a plan was computed on is no longer the head; the plan stays as it is.
+	ErrPlanChanged = errors.New("plan changed")
+	// ErrPlanExpired: the plan waited longer than its time to live.
+	ErrPlanExpired = errors.New("plan expired")
+)
+
+const plansBucket = "plans"
+
+// Plan is a change waiting for a confirmation.
+type Plan struct {
+	ID              string            `json:"id"`
+	Principal       string            `json:"principal"` // who asked for it: only they may apply it
+	Tool            string            `json:"tool"`
+	Args            json.RawMessage   `json:"args"`             // the call's arguments, exactly as received
+	Branch          string            `json:"branch,omitempty"` // the branch it changes
+	Target          string            `json:"target,omitempty"` // a branch or snapshot it deletes
+	Base            uint64            `json:"base"`             // the head it was computed on (or the revision the deleted name pointed to)
+	Root            []byte            `json:"root,omitempty"`   // the root its revision must have
+	Summary         string            `json:"summary"`
+	Counts          revision.Counts   `json:"counts"`
+	Preview         []revision.DiffOp `json:"preview,omitempty"`          // the first operations of its diff, for a person to review
+	PreviewComplete bool              `json:"preview_complete,omitempty"` // Preview holds every operation
+	Removes         []string          `json:"removes"`                    // paths whose values it removes
+	Overwrites      []string          `json:"overwrites"`                 // paths whose values it replaces
+	Created         time.Time         `json:"created"`
+	Expires         time.Time         `json:"expires"`
+	State           string            `json:"state"`
+	DecidedBy       string            `json:"decided_by,omitempty"`
+	Decided         time.Time         `json:"decided,omitzero"`
+	Reason          string            `json:"reason,omitempty"`
+	Revision        uint64            `json:"revision,omitempty"` // the revision it was applied as
+}
+
+// Expired reports whether the plan can no longer be applied at time now.
+func (p Plan) Expired(now time.Time) bool {
+	return !now.Before(p.Expires) && p.State != PlanApplied && p.State != PlanRejected
+}
+
+// settled is when the plan stopped waiting: its decision, or its expiry.
+func (p Plan) settled() time.Time {
+	if p.Decided.After(p.Expires) {
+		return p.Decided
+	}
+	return p.Expires
+}
+
+// planNotFound is the error for an unknown plan id, or one the caller may not see.
+func planNotFound(id string) error {
+	return &NotFoundError{What: "plan", Name: id, Hint: "plan ids are exact; list_plans (strata plans DB) shows the plans waiting"}
+}
+
+// keepPlans is how long a finished or expired plan stays listed.
+const keepPlans = 24 * time.Hour
+
+// SavePlan stores a new plan (its ID must be fresh), dropping plans that finished or expired more than a day ago.
+func (db *DB) SavePlan(ctx context.Context, p Plan) error {
+	if p.ID == "" || p.State != PlanPending {
+		return invalid("a new plan needs an id and the state pending")
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	_, err = db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
+		if _, ok, err := tx.Get(plansBucket, p.ID); err != nil {
+			return nil, err
+		} else if ok {
+			return nil, fmt.Errorf("%w: plan %s exists", ErrConflict, p.ID)
+		}
+		var stale []string
+		if err := tx.Scan(plansBucket, func(k string, v []byte) bool {
+			var old Plan
+			if json.Unmarshal(v, &old) == nil && now.Sub(old.settled()) > keepPlans {
+				stale = append(stale, k)
+			}
+			return true
+		}); err != nil {
+			return nil, err
+		}
+		for _, k := range stale {
+			if err := tx.Delete(plansBucket, k); err != nil {
+				return nil, err
+			}
+		}
+		return nil, tx.Put(plansBucket, p.ID, b)
+	})
+	return err
+}
+
+func getPlan(c store.CatalogReader, id string) (Plan, error) {
+	v, ok, err := c.Get(plansBucket, id)
+	if err != nil {
+		return Plan{}, err
+	}
+	if !ok {
+		return Plan{}, planNotFound(id)
+	}
+	var p Plan
+	if err := json.Unmarshal(v, &p); err != nil {
+		return Plan{}, fmt.Errorf("plan %s: %w", id, store.ErrCorruptNode)
+	}
+	return p, nil
+}
+
+// GetPlan reads a plan.
+func (db *DB) GetPlan(ctx context.Context, id string) (Plan, error) {
+	var p Plan
+	err := db.be.View(ctx, func(c store.CatalogReader) error {
+		var err error
+		p, err = getPlan(c, id)
+		return err
+	})
+	return p, err
+}
+
+// Plans lists the plans, oldest first.
+func (db *DB) Plans(ctx context.Context) ([]Plan, error) {
+	ps := []Plan{}
+	err := db.be.View(ctx, func(c store.CatalogReader) error {
+		return c.Scan(plansBucket, func(_ string, v []byte) bool {
+			var p Plan
+			if json.Unmarshal(v, &p) == nil {
+				ps = append(ps, p)
+			}
+			return true
+		})
+	})
+	slices.SortFunc(ps, func(a, b Plan) int { return a.Created.Compare(b.Created) })
+	return ps, err
+}
+
+// DecidePlan records a person's decision on a pending plan: approve lets its principal apply it; reject ends it,
+// with the reason its principal is told.
+func (db *DB) DecidePlan(ctx context.Context, id string, approve bool, by, reason string) (Plan, error) {
+	v, err := db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
+		p, err := getPlan(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case p.State != PlanPending:
+			return nil, fmt.Errorf("%w: plan %s is already %s", ErrConflict, id, p.State)
+		case p.Expired(db.now()):
+			return nil, fmt.Errorf("%w: plan %s expired at %s; the agent must plan the change again", ErrPlanExpired, id, p.Expires.Format(time.RFC3339))
+		}
+		p.State, p.DecidedBy, p.Decided, p.Reason = PlanRejected, by, db.now().UTC(), reason
+		if approve {
+			p.State = PlanApproved
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, err
+		}
+		return p, tx.Put(plansBucket, id, b)
+	})
+	if err != nil {
+		return Plan{}, err
+	}
+	return v.(Plan), nil
+}
+
+// RejectPlan ends a plan its principal's user declined when asked to confirm it.
+func (db *DB) RejectPlan(ctx context.Context, id, by, reason string) (Plan, error) {
+	return db.DecidePlan(ctx, id, false, by, reason)
+}
+
+// CheckPlan reports whether a plan can be applied now by principal: it exists and is theirs (else not found), is
+// not finished and has not expired.
+func CheckPlan(p Plan, principal string, now time.Time) error {
+	switch {
+	case p.Principal != principal:
+		return planNotFound(p.ID)
+	case p.State == PlanApplied:
+		return fmt.Errorf("%w: plan %s was already applied, as revision %d; a plan applies once", ErrConflict, p.ID, p.Revision)
+	case p.State == PlanRejected:
+		return fmt.Errorf("%w: plan %s was rejected", ErrConflict, p.ID)
+	case p.Expired(now):
+		return fmt.Errorf("%w: plan %s expired at %s; plan the change again", ErrPlanExpired, p.ID, p.Expires.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// consume marks a plan applied inside the transaction that commits it, after checking again, under the
+// transaction, that it may be: of two concurrent applies, exactly one commits. confirmedBy, when not empty, is who
+// confirmed a pending plan (through the client); otherwise the plan must have been approved.
+func (db *DB) consume(tx store.CatalogTx, id, principal, confirmedBy string, rev uint64, root []byte) error {
+	p, err := getPlan(tx, id)
+	if err != nil {
+		return err
+	}
+	if err := CheckPlan(p, principal, db.now()); err != nil {
+		return err
+	}
+	if p.State != PlanApproved && confirmedBy == "" {
+		return fmt.Errorf("%w: plan %s has not been confirmed", ErrConflict, id)
+	}
+	if p.Root != nil && !bytes.Equal(p.Root, root) {
+		return fmt.Errorf("%w: applying plan %s now would commit a different state than it previewed", ErrPlanChanged, id)
+	}
+	if p.State == PlanPending {
+		p.DecidedBy, p.Decided = confirmedBy, db.now().UTC()
+	}
+	p.State, p.Revision = PlanApplied, rev
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return tx.Put(plansBucket, id, b)
+}
+
+// ConsumePlan is the WriteOptions.InTx of a write that applies a plan: it marks the plan applied in the revision's
+// transaction, or fails the write (nothing is committed) when the plan may not apply or the revision's root is not
+// the one the plan previewed.
+func (db *DB) ConsumePlan(id, principal, confirmedBy string) func(store.CatalogTx, store.RevisionRecord) error {
+	return func(tx store.CatalogTx, rec store.RevisionRecord) error {
+		return db.consume(tx, id, principal, confirmedBy, rec.Number, rec.Root)
+	}
+}
+
+// DeleteBranchForPlan deletes a branch as a plan previewed it: only if its head is still base, and with the plan
+// marked applied in the same transaction.
+func (db *DB) DeleteBranchForPlan(ctx context.Context, name string, base uint64, planID, principal, confirmedBy string) (store.BranchRecord, error) {
+	v, err := db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
+		b, err := tx.Branch(name)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, fmt.Errorf("%w: branch %s no longer exists", ErrPlanChanged, name)
+			}
+			return nil, err
+		}
+		if b.Head != base {
+			return nil, fmt.Errorf("%w: branch %s is at revision %d now, not %d as planned", ErrPlanChanged, name, b.Head, base)
+		}
+		if err := db.consume(tx, planID, principal, confirmedBy, 0, nil); err != nil {
+			return nil, err
+		}
+		return b, tx.DeleteBranch(name)
+	})
+	if err != nil {
+		return store.BranchRecord{}, err
+	}
+	return v.(store.BranchRecord), nil
+}
+
+// DeleteSnapshotForPlan deletes a snapshot as a plan previewed it: only if it still names revision base, and with
+// the plan marked applied in the same transaction.
+func (db *DB) DeleteSnapshotForPlan(ctx context.Context, name string, base uint64, planID, principal, confirmedBy string) (store.LabelRecord, error) {
+	v, err := db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
+		l, err := tx.Label(name)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, fmt.Errorf("%w: snapshot %s no longer exists", ErrPlanChanged, name)
+			}
+			return nil, err
+		}
+		if l.Revision != base {
+			return nil, fmt.Errorf("%w: snapshot %s names revision %d now, not %d as planned", ErrPlanChanged, name, l.Revision, base)
+		}
+		if err := db.consume(tx, planID, principal, confirmedBy, 0, nil); err != nil {
+			return nil, err
+		}
+		return l, tx.DeleteLabel(name)
+	})
+	if err != nil {
+		return store.LabelRecord{}, err
+	}
+	return v.(store.LabelRecord), nil
+}
+
+// Now is the database's clock (Options.Now): plans expire by it.
+func (db *DB) Now() time.Time { return db.now() }
