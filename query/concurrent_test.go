@@ -1,9 +1,13 @@
 package query
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/strata-db/strata/snapshots"
 )
@@ -63,5 +67,38 @@ func TestConcurrentSharedInput(t *testing.T) {
 	}
 	if string(r.Results[0]) != string(mustJSON(t, db, "doc")) {
 		t.Error("the cached input was modified")
+	}
+}
+
+// TestConcurrencyCap: beyond MaxConcurrent programs at once, a query waits for a slot within its deadline and
+// then fails with ErrUnavailable, while the running ones finish.
+func TestConcurrencyCap(t *testing.T) {
+	ctx := ctxT(t)
+	db := newDB(t)
+	put(t, db, "doc", testDoc(newRand(5), 10))
+	e := newEngine(t, Options{Isolate: IsolateNone, MaxConcurrent: 1, Timeout: time.Second})
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		close(started)
+		_, err := e.Query(ctx, db, snapshots.Ref{}, Request{Resource: "doc", Program: `last(range(1e12))`}) // runs to its deadline
+		done <- err
+	}()
+	<-started
+	// Wait until the long query holds the only slot.
+	for len(e.slots) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err := e.Query(short, db, snapshots.Ref{}, Request{Resource: "doc", Program: `.users | length`})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "1 queries are running") {
+		t.Fatalf("a query beyond the cap: %v", err)
+	}
+	if err := <-done; !errors.Is(err, ErrTimeout) {
+		t.Fatalf("the running query: %v", err)
+	}
+	if _, err := e.Query(ctx, db, snapshots.Ref{}, Request{Resource: "doc", Program: `.users | length`}); err != nil {
+		t.Fatalf("after the slot freed: %v", err)
 	}
 }

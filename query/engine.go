@@ -62,6 +62,11 @@ type Options struct {
 	// WorkerPath is the binary to run as a worker (default: this one, os.Executable). It must call WorkerMain.
 	WorkerPath string
 
+	// MaxConcurrent caps the programs running at once, in-process and in workers together, across every caller of
+	// the engine (default 4). A query beyond it waits for a slot within its deadline, then fails with
+	// ErrUnavailable.
+	MaxConcurrent int
+
 	// CacheBytes bounds the cache of materialised values, estimated at 4 bytes of Go heap per byte of JSON
 	// (default 512 MiB; negative disables it).
 	CacheBytes int64
@@ -103,6 +108,7 @@ func (o *Options) fill() error {
 		o.CacheBytes = 512 << 20
 	}
 	def(&o.Programs, 256)
+	def(&o.MaxConcurrent, 4)
 	if o.CursorKey == nil {
 		o.CursorKey = make([]byte, 32)
 		if _, err := rand.Read(o.CursorKey); err != nil {
@@ -126,6 +132,7 @@ type Engine struct {
 	poolErr  error
 	closed   chan struct{}
 	closeMu  sync.Once
+	slots    chan struct{} // one token per program running (Options.MaxConcurrent)
 }
 
 // New returns an engine. Worker processes start on first use.
@@ -133,7 +140,8 @@ func New(opts Options) (*Engine, error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}
-	e := &Engine{opts: opts, progs: newLRU[string, *program](int64(opts.Programs)), closed: make(chan struct{})}
+	e := &Engine{opts: opts, progs: newLRU[string, *program](int64(opts.Programs)), closed: make(chan struct{}),
+		slots: make(chan struct{}, opts.MaxConcurrent)}
 	if opts.CacheBytes > 0 {
 		e.mat = newMaterialCache(opts.CacheBytes, 4*opts.Timeout)
 	}
@@ -379,6 +387,14 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 
 // execute runs the program (after k pushed-down steps) on src, in-process or in a worker.
 func (e *Engine) execute(ctx context.Context, prog *program, ps *params, src *source, k int, mode string, skip, limit, maxBytes int, plan *Plan) (*page, error) {
+	select {
+	case e.slots <- struct{}{}:
+		defer func() { <-e.slots }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %d queries are running, the most this server runs at once, and none finished in time; retry shortly", ErrUnavailable, cap(e.slots))
+	case <-e.closed:
+		return nil, fmt.Errorf("%w: the engine is closed", ErrUnavailable)
+	}
 	stop := -1
 	if prog.plan.term != nil {
 		stop = k
