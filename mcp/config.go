@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-db/strata/audit"
 	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -72,6 +73,12 @@ type Config struct {
 	// MaxConcurrentQueries caps the jq programs running at once in the engine the server makes (a shared Engine
 	// brings its own cap). 0 means DefaultMaxConcurrentQueries.
 	MaxConcurrentQueries int
+
+	// Audit, when set, receives one record per tool call, resource read, subscription and prompt. Write tools do
+	// not run while it cannot be appended to (fail closed). The caller owns it.
+	Audit *audit.Log
+	// Transport names the transport in audit records: "stdio" (the default) or "http".
+	Transport string
 
 	// Engine runs the jq programs of query, bisect and transform. The caller owns it (and closes it after the
 	// server). nil: the server makes its own, with the default limits and a random cursor key, closed when the

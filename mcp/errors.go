@@ -82,6 +82,12 @@ func errorFor(err error) *toolError {
 	}
 	te := &toolError{Message: err.Error()}
 	switch {
+	case errors.Is(err, snapshots.ErrPlanChanged):
+		te.Code = codePlanChanged
+		te.Hint = "the plan was not applied and stays as it was; read the branch again and plan the change anew"
+	case errors.Is(err, snapshots.ErrPlanExpired):
+		te.Code = codePlanExpired
+		te.Hint = "make the same call again to get a fresh plan"
 	case errors.Is(err, query.ErrBadCursor):
 		te.Code = codeInvalidArgument
 	case errors.Is(err, query.ErrQuery):

@@ -60,13 +60,17 @@ func history(ctx context.Context, c *call) (string, any, error) {
 	if cur != nil {
 		q.Before = cur.Before
 	}
-	p, err := db.History(ctx, q)
+	if c.s.limited() && res != "" && !c.s.resPermitted(res) {
+		q.Resource = noResource // a hidden resource is missing: no revision changed it
+	}
+	p, err := c.visibleHistory(ctx, db, q)
 	if err != nil {
 		return "", nil, err
 	}
 	revs := make([]revisionJSON, len(p.Revisions))
+	memo := map[uint64]uint64{}
 	for i, r := range p.Revisions {
-		revs[i] = revisionOf(r, maxMessage)
+		revs[i] = c.scopeRevision(ctx, db, revisionOf(r, maxMessage), memo)
 	}
 	out := historyOut{Database: c.a.str("database"), Branch: branch, Resource: res}
 	if res != "" {
@@ -106,15 +110,20 @@ type diffOp struct {
 const showOps = 50
 
 func showRevision(ctx context.Context, c *call) (string, any, error) {
-	db, err := c.db(ctx)
+	db, err := c.openDB(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	d, err := db.ShowRevision(ctx, c.a.uint("revision"), showOps+1)
+	var d *snapshots.RevisionDetail
+	if c.s.limited() {
+		d, err = c.scopedShowRevision(ctx, db, c.a.uint("revision"), showOps+1)
+	} else {
+		d, err = db.ShowRevision(ctx, c.a.uint("revision"), showOps+1)
+	}
 	if err != nil {
 		return "", nil, err
 	}
-	r := revisionOf(d.Rev, 0)
+	r := c.scopeRevision(ctx, db, revisionOf(d.Rev, 0), map[uint64]uint64{})
 	out := showRevisionOut{Database: c.a.str("database"), revisionJSON: r, NewNodes: d.Rev.NewNodes, NewBytes: d.Rev.NewBytes}
 	head, _, _ := marshalData(out)
 	ops := d.Diff.Operations
@@ -234,8 +243,18 @@ func diff(ctx context.Context, c *call) (string, any, error) {
 	if cur != nil {
 		offset = int(cur.Offset)
 	}
-	d, _, _, err := db.Diff(ctx, snapshots.Ref{Revision: from.Rev.Number}, snapshots.Ref{Revision: to.Rev.Number}, res, ptr,
-		&revision.DiffOptions{MaxOps: offset + limit + 1})
+	var d *revision.DiffResult
+	switch {
+	case !c.s.limited() || (res != "" && c.s.resPermitted(res)):
+		d, _, _, err = db.Diff(ctx, snapshots.Ref{Revision: from.Rev.Number}, snapshots.Ref{Revision: to.Rev.Number}, res, ptr,
+			&revision.DiffOptions{MaxOps: offset + limit + 1})
+	case res != "":
+		// A hidden resource is absent from both states, as a missing one is.
+		err = &snapshots.NotFoundError{What: "resource", Name: res + ptr.String(),
+			Hint: fmt.Sprintf("absent in both revision %d and revision %d", from.Rev.Number, to.Rev.Number)}
+	default:
+		d, err = c.scopedDiff(ctx, db, from.Root, to.Root, offset+limit+1)
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -293,7 +312,20 @@ func pathHistory(ctx context.Context, c *call) (string, any, error) {
 	if cur != nil {
 		before = cur.Before
 	}
-	chs, next, err := db.PathHistory(ctx, branch, res, ptr, c.limit(20), before)
+	var chs []snapshots.PathChange
+	var next uint64
+	if c.s.limited() && !c.s.resPermitted(res) {
+		// A hidden resource is missing: the branch is walked, and no revision changed it.
+		if err = snapshots.ValidResourceName(res); err == nil {
+			_, err = db.History(ctx, snapshots.HistoryQuery{Branch: branch, Resource: noResource, Limit: 1, Before: before})
+		}
+		if isScanLimit(err) {
+			err = nil
+		}
+		chs = []snapshots.PathChange{}
+	} else {
+		chs, next, err = db.PathHistory(ctx, branch, res, ptr, c.limit(20), before)
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -313,8 +345,9 @@ func pathHistory(ctx context.Context, c *call) (string, any, error) {
 		return b, err
 	}
 	all := make([]pathChangeJSON, len(chs))
+	memo := map[uint64]uint64{}
 	for i, ch := range chs {
-		all[i].revisionJSON = revisionOf(ch.Rev, maxMessage)
+		all[i].revisionJSON = c.scopeRevision(ctx, db, revisionOf(ch.Rev, maxMessage), memo)
 		if all[i].Before, err = value(ch.Before); err != nil {
 			return "", nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/strata-db/strata/query"
+	"github.com/strata-db/strata/snapshots"
 )
 
 // The jq tools: query and bisect (reads, DESIGN.md §3.2) and transform (a write, §3.3). They run their programs in
@@ -129,12 +130,25 @@ func queryTool(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	db, err := c.db(ctx)
+	db, err := c.openDB(ctx)
 	if err != nil {
 		return "", nil, err
 	}
 	req := query.Request{Resource: c.a.str("resource"), Program: c.a.str("query"), Params: ps,
 		Limit: c.limit(100), Cursor: c.a.str("cursor"), Caller: c.s.cfg.Principal}
+	if c.s.limited() {
+		// Hidden resources never reach the program: a hidden resource is "not found", and the object of all
+		// resources holds the permitted ones only. A hidden revision is not found by number, and stands for its
+		// newest visible ancestor when reached by a branch, snapshot or time.
+		req.Visible = c.s.resPermitted
+		if req.Cursor == "" {
+			st, err := c.state(ctx, db, "", nil, 0)
+			if err != nil {
+				return "", nil, err
+			}
+			ref = snapshots.Ref{Revision: st.Rev.Number}
+		}
+	}
 	res, err := c.s.engine.Query(ctx, db, ref, req)
 	if err != nil {
 		return "", nil, err
@@ -194,12 +208,16 @@ func bisectTool(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	db, err := c.db(ctx)
+	db, err := c.openDB(ctx)
 	if err != nil {
 		return "", nil, err
 	}
 	branch := branchOr(c.a.str("branch"))
-	res, err := c.s.engine.Bisect(ctx, db, branch, c.a.str("resource"), c.a.str("predicate"), ps,
+	bisect := c.s.engine.Bisect
+	if c.s.limited() {
+		bisect = c.scopedBisect
+	}
+	res, err := bisect(ctx, db, branch, c.a.str("resource"), c.a.str("predicate"), ps,
 		c.a.uint("from_revision"), c.a.uint("to_revision"))
 	if err != nil {
 		return "", nil, err
@@ -231,13 +249,10 @@ func transform(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	w := c.writeOptions()
-	if err := c.refuseProtected(w.Branch, true); err != nil {
-		return "", nil, err
-	}
 	res := c.a.str("resource")
-	r, err := c.s.engine.TransformResource(ctx, db, res, c.a.str("query"), ps, w)
-	return c.written(r, err, "transform of "+res)
+	return c.commitAnswer(ctx, db, c.writeOptions(), "transform of "+res, func(w snapshots.WriteOptions) (*snapshots.Result, error) {
+		return c.s.engine.TransformResource(ctx, db, res, c.a.str("query"), ps, w)
+	})
 }
 
 // newEngine returns the engine the server runs programs in: the configured one, or a new one of its own (with the
@@ -246,6 +261,6 @@ func newEngine(cfg Config, budget int) (*query.Engine, bool, error) {
 	if cfg.Engine != nil {
 		return cfg.Engine, false, nil
 	}
-	e, err := query.New(query.Options{MaxOutputBytes: budget})
+	e, err := query.New(query.Options{MaxOutputBytes: budget, MaxConcurrent: cfg.MaxConcurrentQueries})
 	return e, true, err
 }

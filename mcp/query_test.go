@@ -1,6 +1,9 @@
 package mcp
 
 import (
+	"context"
+
+	"github.com/strata-db/strata/snapshots"
 	"strings"
 	"testing"
 	"time"
@@ -137,8 +140,13 @@ func TestTransformTool(t *testing.T) {
 		t.Error("a failed transform moved the branch")
 	}
 	// main is protected: a transform there needs a confirmed plan, like any overwrite.
-	h.refused("transform", `{"database":"shop","resource":"catalog","query":"."}`)
-	h.refused("transform", `{"database":"shop","resource":"catalog","query":".","branch":"main","idempotency_key":"k"}`)
+	if d, err := h.dir.Open(context.Background(), "shop"); err != nil {
+		t.Fatal(err)
+	} else if _, err := d.Put(context.Background(), "catalog", []byte(`{"users":[]}`), snapshots.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.planned("transform", `{"database":"shop","resource":"catalog","query":".tag = \"x\""}`)
+	h.planned("transform", `{"database":"shop","resource":"catalog","query":".tag = \"y\"","branch":"main","idempotency_key":"k"}`)
 }
 
 // TestQueryOutputCap: a page that the answer's escaping makes longer than the output cap is cut, and the cursor

@@ -394,7 +394,7 @@ func listDatabases(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	names, err := c.s.dir.Names()
+	names, err := c.s.permittedDatabases()
 	if err != nil {
 		return "", nil, err
 	}
@@ -416,6 +416,7 @@ func listDatabases(ctx context.Context, c *call) (string, any, error) {
 			for b, h := range info.Heads {
 				d.Heads = append(d.Heads, headJSON{b, h})
 			}
+			c.scopeHeads(ctx, n, d.Heads)
 			slices.SortFunc(d.Heads, func(a, b headJSON) int { return cmpString(a.Branch, b.Branch) })
 		}
 		dbs = append(dbs, d)
@@ -448,7 +449,7 @@ func (c *call) cursorAndDB(ctx context.Context) (*cursorState, *snapshots.DB, er
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := c.db(ctx)
+	db, err := c.openDB(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -484,7 +485,11 @@ func (c *call) state(ctx context.Context, db *snapshots.DB, prefix string, cur *
 		return snapshots.State{}, err
 	}
 	if cur == nil || i >= len(cur.Revs) {
-		return db.Resolve(ctx, ref)
+		st, err := db.Resolve(ctx, ref)
+		if err != nil {
+			return st, c.s.scopeErr(err)
+		}
+		return c.scopeState(ctx, db, ref, st)
 	}
 	st, err := db.Resolve(ctx, snapshots.Ref{Revision: cur.Revs[i]})
 	if err == nil && ref.Revision == 0 && ref.Snapshot == "" {
@@ -512,6 +517,9 @@ func listResources(ctx context.Context, c *call) (string, any, error) {
 	all, err := db.Resources(ctx, st)
 	if err != nil {
 		return "", nil, err
+	}
+	if c.s.limited() {
+		all = slices.DeleteFunc(all, func(r snapshots.ResourceSummary) bool { return !c.s.resPermitted(r.Name) })
 	}
 	if cur != nil {
 		i, _ := slices.BinarySearchFunc(all, cur.After, func(r snapshots.ResourceSummary, n string) int { return cmpString(r.Name, n) })
@@ -553,7 +561,7 @@ const (
 )
 
 func resourceInfo(ctx context.Context, c *call) (string, any, error) {
-	db, err := c.db(ctx)
+	db, err := c.openDB(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -562,7 +570,17 @@ func resourceInfo(ctx context.Context, c *call) (string, any, error) {
 		return "", nil, err
 	}
 	res := c.a.str("resource")
-	v, st, err := db.Get(ctx, ref, res, nil)
+	var v revision.Value
+	var st snapshots.State
+	if !c.s.limited() {
+		v, st, err = db.Get(ctx, ref, res, nil)
+	} else if st, err = c.state(ctx, db, "", nil, 0); err == nil {
+		if !c.s.resPermitted(res) {
+			return "", nil, c.missingResource(ctx, db, st, res)
+		}
+		v, _, err = db.Get(ctx, snapshots.Ref{Revision: st.Rev.Number}, res, nil)
+		err = c.resourceErr(ctx, db, st, err)
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -662,9 +680,12 @@ func read(ctx context.Context, c *call) (string, any, error) {
 		return "", nil, err
 	}
 	res := c.a.str("resource")
+	if c.s.limited() && !c.s.resPermitted(res) {
+		return "", nil, c.missingResource(ctx, db, st, res)
+	}
 	v, _, err := db.Get(ctx, snapshots.Ref{Revision: st.Rev.Number}, res, nil)
 	if err != nil {
-		return "", nil, err
+		return "", nil, c.resourceErr(ctx, db, st, err)
 	}
 	f := db.Forest()
 	target, err := f.Get(ctx, v, ptr)
@@ -752,6 +773,14 @@ func listBranches(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	if c.s.limited() {
+		db, _ := c.openDB(ctx)
+		memo := map[uint64]uint64{}
+		for i := range out.Branches {
+			out.Branches[i].Head = c.visibleNumber(ctx, db, out.Branches[i].Head, memo)
+			out.Branches[i].Base = c.visibleNumber(ctx, db, out.Branches[i].Base, memo)
+		}
+	}
 	return fmt.Sprintf("%d branch(es)%s.", len(out.Branches), moreText(out.More)), out, nil
 }
 
@@ -780,6 +809,13 @@ func listSnapshots(ctx context.Context, c *call) (string, any, error) {
 		func(l snapshotJSON) string { return l.Name })
 	if err != nil {
 		return "", nil, err
+	}
+	if c.s.limited() {
+		db, _ := c.openDB(ctx)
+		memo := map[uint64]uint64{}
+		for i := range out.Snapshots {
+			out.Snapshots[i].Revision = c.visibleNumber(ctx, db, out.Snapshots[i].Revision, memo)
+		}
 	}
 	return fmt.Sprintf("%d snapshot(s)%s.", len(out.Snapshots), moreText(out.More)), out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -193,6 +194,9 @@ func (w *watcher) subscribe(ctx context.Context, req *mcpsdk.SubscribeRequest) e
 		return mcpsdk.ResourceNotFoundError(uri)
 	}
 	if ref.database != "" {
+		if !w.s.dbPermitted(ref.database) {
+			return mcpsdk.ResourceNotFoundError(uri) // a hidden database is missing
+		}
 		if _, err := w.s.dir.Open(ctx, ref.database); err != nil {
 			return mcpsdk.ResourceNotFoundError(uri)
 		}
@@ -299,7 +303,7 @@ func (w *watcher) poll() bool {
 // fingerprint is a string that changes when what a resource URI shows changes.
 func (s *server) fingerprint(ctx context.Context, ref resourceRef) (string, error) {
 	if ref.kind == "databases" {
-		names, err := s.dir.Names()
+		names, err := s.permittedDatabases()
 		if err != nil {
 			return "", err
 		}
@@ -317,6 +321,9 @@ func (s *server) fingerprint(ctx context.Context, ref resourceRef) (string, erro
 	if ref.kind == "revision" {
 		return "immutable", nil
 	}
+	if !s.dbPermitted(ref.database) {
+		return "missing database", nil
+	}
 	db, err := s.dir.Open(ctx, ref.database)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -327,6 +334,16 @@ func (s *server) fingerprint(ctx context.Context, ref resourceRef) (string, erro
 	var v any
 	switch ref.kind {
 	case "log":
+		if s.limited() {
+			// Only visible revisions count: a commit that changed hidden resources only is not news.
+			c := &call{s: s, a: &args{strs: map[string]string{"database": ref.database}}}
+			p, err := c.visibleHistory(ctx, db, snapshots.HistoryQuery{Limit: 1})
+			if err != nil {
+				return "", err
+			}
+			v = p.Revisions
+			break
+		}
 		info, err := s.dir.Info(ctx, ref.database)
 		if err != nil {
 			return "", err
@@ -339,9 +356,18 @@ func (s *server) fingerprint(ctx context.Context, ref resourceRef) (string, erro
 	case "resources":
 		var st snapshots.State
 		if st, err = db.Resolve(ctx, snapshots.Ref{}); err == nil {
-			v, err = db.Resources(ctx, st)
+			var rs []snapshots.ResourceSummary
+			rs, err = db.Resources(ctx, st)
+			if s.limited() {
+				rs = slices.DeleteFunc(rs, func(r snapshots.ResourceSummary) bool { return !s.resPermitted(r.Name) })
+			}
+			v = rs
 		}
 	case "resource":
+		if !s.resPermitted(ref.resource) {
+			v = "missing" // a hidden resource is missing, and its changes are not news
+			break
+		}
 		val, _, gerr := db.Get(ctx, snapshots.Ref{}, ref.resource, nil)
 		var nf *snapshots.NotFoundError
 		switch {

@@ -31,7 +31,8 @@ type server struct {
 // arguments come), its output schema and its handler.
 type toolSpec struct {
 	name, title, desc string
-	write             bool // registered only when writes are enabled
+	write             bool // registered only when the policy lets something change
+	plans             bool // registered only when the policy can answer a call with a plan (ask)
 	destructive       bool // can remove or overwrite data
 	params            []param
 	output            schema
@@ -77,9 +78,13 @@ func (t *toolSpec) mcpTool() *mcpsdk.Tool {
 
 // call is one tool call in progress.
 type call struct {
-	s *server
-	t *toolSpec
-	a *args
+	s   *server
+	t   *toolSpec
+	a   *args
+	raw json.RawMessage         // the arguments as received
+	req *mcpsdk.CallToolRequest // the request (its session, and the answers of a confirmation round trip)
+	// applying is set when the call carries out a confirmed plan (apply_plan).
+	applying *applying
 }
 
 // NewServer returns an MCP server over a data directory. It refuses an unknown write mode, so that a typo stops
@@ -110,8 +115,10 @@ func NewServer(dir *snapshots.Dir, cfg Config) (*mcpsdk.Server, error) {
 			CompletionHandler:  s.complete,
 		})
 	w.srv = srv
+	srv.AddReceivingMiddleware(s.auditMiddleware)
+	plans := s.cfg.Policy.Write == Ask || s.cfg.Policy.Protected == Ask
 	for _, t := range allTools() {
-		if t.write && s.cfg.Writes == WritesOff {
+		if (t.write && !s.cfg.Policy.writes()) || (t.plans && !plans) {
 			continue
 		}
 		s.tools = append(s.tools, t)
@@ -129,6 +136,7 @@ func NewServer(dir *snapshots.Dir, cfg Config) (*mcpsdk.Server, error) {
 func allTools() []*toolSpec {
 	ts := append(append(readTools(), queryTools()...), writeTools()...)
 	ts = append(ts, transformTool())
+	ts = append(ts, planTools()...)
 	slices.SortFunc(ts, func(a, b *toolSpec) int {
 		switch {
 		case a.name < b.name:
@@ -182,9 +190,24 @@ func (s *server) handler(t *toolSpec) mcpsdk.ToolHandler {
 		if err != nil {
 			return s.errorResult(err), nil
 		}
-		summary, out, err := t.handle(ctx, &call{s: s, t: t, a: a})
-		if err != nil {
+		if t.write {
+			if err := s.checkAudit(); err != nil {
+				return s.errorResult(err), nil
+			}
+		}
+		c := &call{s: s, t: t, a: a, raw: raw, req: req}
+		if err := c.checkScope(ctx); err != nil {
 			return s.errorResult(err), nil
+		}
+		if err := c.checkRevisionArgs(ctx); err != nil {
+			return s.errorResult(err), nil
+		}
+		summary, out, err := t.handle(ctx, c)
+		if err != nil {
+			return s.errorResult(c.scopeWriteErr(err)), nil
+		}
+		if r, ok := out.(*mcpsdk.CallToolResult); ok {
+			return r, nil // an input request (apply_plan asking for a confirmation)
 		}
 		return s.okResult(summary, out)
 	}

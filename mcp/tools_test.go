@@ -101,6 +101,8 @@ var (
 		"path_history", "query", "read", "resource_info", "show_revision", "status"}
 	writeToolNames = []string{"create_branch", "create_database", "create_snapshot", "delete", "delete_branch",
 		"delete_snapshot", "insert", "patch", "promote", "put", "restore", "revert", "transform", "update"}
+	// planToolNames are listed when the policy can answer with a plan (modes branches and on).
+	planToolNames = []string{"apply_plan", "list_plans"}
 	// additiveTools are the write tools that can neither remove nor overwrite data.
 	additiveTools = []string{"create_branch", "create_database", "create_snapshot"}
 )
@@ -120,7 +122,7 @@ func TestToolSets(t *testing.T) {
 		tools := h.listTools()
 		want := slices.Clone(readToolNames)
 		if mode != WritesOff {
-			want = append(want, writeToolNames...)
+			want = append(append(want, writeToolNames...), planToolNames...)
 		}
 		slices.Sort(want)
 		if got := toolNames(tools); !slices.Equal(got, want) {
@@ -135,7 +137,7 @@ func TestToolSets(t *testing.T) {
 			if tool.Title == "" || tool.Description == "" || a.Title == "" {
 				t.Errorf("%s: no title or description", tool.Name)
 			}
-			if slices.Contains(readToolNames, tool.Name) {
+			if slices.Contains(readToolNames, tool.Name) || tool.Name == "list_plans" {
 				if !a.ReadOnlyHint || !a.IdempotentHint || *a.DestructiveHint {
 					t.Errorf("%s: a read must be readOnly and idempotent, not destructive: %+v", tool.Name, a)
 				}

@@ -56,8 +56,14 @@ func TestInjection(t *testing.T) {
 			t.Fatalf("invisible character %U sent raw", []rune(raw)[0])
 		}
 	}
-	if !strings.Contains(r.summary, "invisible or bidirectional-control character") {
+	if !strings.Contains(r.summary, "invisible or bidirectional-control character") || !strings.Contains(r.summary, "addressed to an AI") ||
+		!strings.Contains(r.summary, "markdown image") {
 		t.Fatalf("no flag in the summary: %s", r.summary)
+	}
+	// The flags are in the result's metadata, for clients that act on them.
+	f, _ := json.Marshal(r.res.Meta[flagsMetaKey])
+	if string(f) != `{"addressed_to_ai":2,"invisible_characters":6,"markdown_images":1}` {
+		t.Fatalf("flags in _meta: %s", f)
 	}
 	// The escapes mean the same characters: the value reads back whole.
 	var back struct {
@@ -70,6 +76,11 @@ func TestInjection(t *testing.T) {
 		if back.Value[k] != v {
 			t.Fatalf("%q read back as %q, want %q", k, back.Value[k], v)
 		}
+	}
+	// Plain data has no flags.
+	h.ok("put", `{"database":"inj","resource":"plain","value":{"note":"the assistant manager said: restock on Monday"}}`)
+	if r := h.ok("read", `{"database":"inj","resource":"plain"}`); r.res.Meta[flagsMetaKey] != nil || strings.Contains(r.summary, "Note:") {
+		t.Fatalf("plain data flagged: %s %v", r.summary, r.res.Meta)
 	}
 	// Errors keep stored names inside the boundary too.
 	r = h.fail("read", `{"database":"inj","resource":"doc","path":"/clsoe"}`, codeNotFound)

@@ -14,11 +14,10 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// The write tools of DESIGN.md §3.3, registered only when the operator enables writes. Every revision they make
-// records the principal as its author, the tool's name as its tool and the message argument as its message.
-// transform is in query.go.
-//
-// TODO(next slice): apply_plan (with the guardrails).
+// The write tools of DESIGN.md §3.3, registered only when the policy lets something change. Every revision they
+// make records the principal as its author, the tool's name as its tool and the message argument as its message.
+// Each runs under the policy (plans.go): allowed, answered with a plan a person must confirm, or denied. transform
+// is in query.go, apply_plan in plans.go.
 
 // writeOut is what a write that committed a revision answers.
 type writeOut struct {
@@ -48,7 +47,7 @@ var writeOutProps = []prop{
 var writeOutRequired = []string{"database", "revision", "branch", "time", "resources", "new_nodes", "new_bytes", "replayed"}
 
 func writeOutSchema(desc string) schema {
-	return outputSchema(desc, writeOutRequired, writeOutProps...)
+	return orPlan(outputSchema(desc, writeOutRequired, writeOutProps...))
 }
 
 func (c *call) writeOut(res *snapshots.Result) writeOut {
@@ -180,7 +179,7 @@ func writeTools() []*toolSpec {
 			name: "delete_branch", title: "Delete a branch", write: true, destructive: true,
 			desc:   "Drop a branch name. Its revisions stay readable by number until garbage collection, unless a snapshot or another branch keeps them.",
 			params: one(pDatabase, pName("the branch to delete")),
-			output: outputSchema("The branch deleted.", []string{"database", "branch", "revision", "base", "created", "protected"}, branchOutProps()...),
+			output: orPlan(outputSchema("The branch deleted.", []string{"database", "branch", "revision", "base", "created", "protected"}, branchOutProps()...)),
 			handle: deleteBranch,
 		},
 		{
@@ -196,7 +195,7 @@ func writeTools() []*toolSpec {
 			name: "delete_snapshot", title: "Delete a snapshot", write: true, destructive: true,
 			desc:   "Remove a snapshot name. The revision stays as long as a branch reaches it.",
 			params: one(pDatabase, pName("the snapshot to delete")),
-			output: outputSchema("The snapshot deleted.", []string{"database", "snapshot", "revision", "created"}, snapshotOutProps()...),
+			output: orPlan(outputSchema("The snapshot deleted.", []string{"database", "snapshot", "revision", "created"}, snapshotOutProps()...)),
 			handle: deleteSnapshot,
 		},
 		{
@@ -208,10 +207,10 @@ func writeTools() []*toolSpec {
 				param{name: "expected_head", kind: kInteger, min: 1, desc: "refuse with CONFLICT unless the head of into is this revision"},
 				param{name: "message", kind: kString, desc: "why: recorded with the revision"},
 				param{name: "idempotency_key", kind: kString, desc: "a key of your choice: a retried promote with the same key returns the original result instead of committing twice"}),
-			output: outputSchema("The revision committed on into.", append(slices.Clone(writeOutRequired), "fast_forward"),
+			output: orPlan(outputSchema("The revision committed on into.", append(slices.Clone(writeOutRequired), "fast_forward"),
 				append(slices.Clone(writeOutProps),
 					prop{"fast_forward", boolS("true when into simply moved to the branch's head")},
-					prop{"merged", intS("the branch revision brought in")})...),
+					prop{"merged", intS("the branch revision brought in")})...)),
 			handle: promote,
 		},
 	}
@@ -220,6 +219,9 @@ func writeTools() []*toolSpec {
 // ---- create_database
 
 func createDatabase(ctx context.Context, c *call) (string, any, error) {
+	if c.decide(ClassAdmin) != Allow {
+		return "", nil, denied("create_database")
+	}
 	name := c.a.str("database")
 	db, err := c.s.dir.Create(ctx, name, c.s.cfg.Principal)
 	if err != nil {
@@ -256,20 +258,16 @@ func insert(ctx context.Context, c *call) (string, any, error) {
 }
 
 // addValue writes the call's value into its resource at ptr, or as the whole resource when ptr is empty, for put
-// and insert: on a protected branch only where it overwrites nothing (see commitChecked). The summary says what,
-// then the resource and path.
+// and insert. The summary says what, then the resource and path.
 func (c *call) addValue(ctx context.Context, db *snapshots.DB, ptr revision.Pointer, what string) (string, any, error) {
 	res := c.a.str("resource")
 	value := c.a.raw("value")
-	r, err := c.commitChecked(ctx, db, c.writeOptions(),
-		func(st snapshots.State) (bool, error) { return addOverwrites(ctx, db, st, res, ptr) },
-		func(w snapshots.WriteOptions) (*snapshots.Result, error) {
-			if len(ptr) == 0 {
-				return db.Put(ctx, res, value, w)
-			}
-			return db.Patch(ctx, res, []revision.Operation{{Op: "add", Path: ptr.String(), Value: value, HasValue: true}}, w)
-		})
-	return c.written(r, err, what+res+ptr.String())
+	return c.commitAnswer(ctx, db, c.writeOptions(), what+res+ptr.String(), func(w snapshots.WriteOptions) (*snapshots.Result, error) {
+		if len(ptr) == 0 {
+			return db.Put(ctx, res, value, w)
+		}
+		return db.Patch(ctx, res, []revision.Operation{{Op: "add", Path: ptr.String(), Value: value, HasValue: true}}, w)
+	})
 }
 
 func update(ctx context.Context, c *call) (string, any, error) {
@@ -287,9 +285,9 @@ func del(ctx context.Context, c *call) (string, any, error) {
 	})
 }
 
-// overwrite carries out a write that removes or overwrites data at the call's resource and path (update, delete,
-// restore): it opens the database, reads the path, refuses the write on a protected branch (see refuseProtected),
-// commits it with do and answers it. The summary says what, then the resource and path.
+// overwrite carries out a write at the call's resource and path (update, delete, restore): it opens the database,
+// reads the path, and commits the write with do under the policy. The summary says what, then the resource and
+// path.
 func (c *call) overwrite(ctx context.Context, what string,
 	do func(db *snapshots.DB, res string, ptr revision.Pointer, w snapshots.WriteOptions) (*snapshots.Result, error)) (string, any, error) {
 	db, err := c.db(ctx)
@@ -301,12 +299,9 @@ func (c *call) overwrite(ctx context.Context, what string,
 		return "", nil, err
 	}
 	res := c.a.str("resource")
-	w := c.writeOptions()
-	if err := c.refuseProtected(w.Branch, true); err != nil {
-		return "", nil, err
-	}
-	r, err := do(db, res, ptr, w)
-	return c.written(r, err, what+res+ptr.String())
+	return c.commitAnswer(ctx, db, c.writeOptions(), what+res+ptr.String(), func(w snapshots.WriteOptions) (*snapshots.Result, error) {
+		return do(db, res, ptr, w)
+	})
 }
 
 // patchMembers are the members an operation may have. RFC 6902 ignores others, but this server's schemas are
@@ -348,10 +343,8 @@ func patch(ctx context.Context, c *call) (string, any, error) {
 		return "", nil, err
 	}
 	res := c.a.str("resource")
-	r, err := c.commitChecked(ctx, db, c.writeOptions(),
-		func(st snapshots.State) (bool, error) { return patchOverwrites(ctx, db, st, res, ops) },
+	return c.commitAnswer(ctx, db, c.writeOptions(), fmt.Sprintf("patch of %s (%d operation(s))", res, len(ops)),
 		func(w snapshots.WriteOptions) (*snapshots.Result, error) { return db.Patch(ctx, res, ops, w) })
-	return c.written(r, err, fmt.Sprintf("patch of %s (%d operation(s))", res, len(ops)))
 }
 
 // ---- restore and revert
@@ -384,15 +377,13 @@ func revert(ctx context.Context, c *call) (string, any, error) {
 	if c.a.has("at") {
 		target = snapshots.Ref{Branch: branchOr(w.Branch), At: c.a.time("at")}
 	}
-	if err := c.refuseProtected(w.Branch, true); err != nil {
-		return "", nil, err
-	}
 	db, err := c.db(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	r, err := db.Revert(ctx, target, w)
-	return c.written(r, err, "revert")
+	return c.commitAnswer(ctx, db, w, "revert of "+branchOr(w.Branch)+" to "+target.String(), func(w snapshots.WriteOptions) (*snapshots.Result, error) {
+		return db.Revert(ctx, target, w)
+	})
 }
 
 // ---- branches and snapshots
@@ -428,9 +419,9 @@ func createBranch(ctx context.Context, c *call) (string, any, error) {
 		return "", nil, err
 	}
 	name := c.a.str("name")
-	// A new protected branch is an additive change to it.
-	if err := c.refuseProtected(name, false); err != nil {
-		return "", nil, err
+	// A new branch changes no data: it is a write whatever its name.
+	if c.decide(ClassWrite) != Allow {
+		return "", nil, denied("create_branch")
 	}
 	db, err := c.db(ctx)
 	if err != nil {
@@ -445,15 +436,20 @@ func createBranch(ctx context.Context, c *call) (string, any, error) {
 
 func deleteBranch(ctx context.Context, c *call) (string, any, error) {
 	name := c.a.str("name")
-	if c.s.cfg.protected(name) {
-		return "", nil, confirmationRequired("deleting protected branch " + name)
+	b, plan, err := deleteNamed(ctx, c, "branch", name, (*snapshots.DB).Branches, (*snapshots.DB).DeleteBranch, (*snapshots.DB).DeleteBranchForPlan,
+		func(b store.BranchRecord) (string, string, uint64) { return b.Name, b.Creator, b.Head })
+	if err != nil || plan != nil {
+		return planAnswer(plan, err)
 	}
-	b, err := deleteNamed(ctx, c, "branch", name, (*snapshots.DB).Branches, (*snapshots.DB).DeleteBranch,
-		func(b store.BranchRecord) (string, string) { return b.Name, b.Creator })
+	return fmt.Sprintf("deleted branch %s (its head was revision %d).", b.Name, b.Head), c.branchOut(b), nil
+}
+
+// planAnswer answers a call that made a plan (or failed).
+func planAnswer(p *planOut, err error) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	return fmt.Sprintf("deleted branch %s (its head was revision %d).", b.Name, b.Head), c.branchOut(b), nil
+	return p.summary(), p, nil
 }
 
 type snapshotOut struct {
@@ -484,6 +480,9 @@ func createSnapshot(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	if c.decide(ClassWrite) != Allow {
+		return "", nil, denied("create_snapshot")
+	}
 	db, err := c.db(ctx)
 	if err != nil {
 		return "", nil, err
@@ -497,36 +496,58 @@ func createSnapshot(ctx context.Context, c *call) (string, any, error) {
 
 func deleteSnapshot(ctx context.Context, c *call) (string, any, error) {
 	name := c.a.str("name")
-	l, err := deleteNamed(ctx, c, "snapshot", name, (*snapshots.DB).Snapshots, (*snapshots.DB).DeleteSnapshot,
-		func(l store.LabelRecord) (string, string) { return l.Name, l.Creator })
-	if err != nil {
-		return "", nil, err
+	l, plan, err := deleteNamed(ctx, c, "snapshot", name, (*snapshots.DB).Snapshots, (*snapshots.DB).DeleteSnapshot, (*snapshots.DB).DeleteSnapshotForPlan,
+		func(l store.LabelRecord) (string, string, uint64) { return l.Name, l.Creator, l.Revision })
+	if err != nil || plan != nil {
+		return planAnswer(plan, err)
 	}
 	return fmt.Sprintf("deleted snapshot %s (it named revision %d).", l.Name, l.Revision), c.snapshotOut(l), nil
 }
 
-// deleteNamed deletes the branch or snapshot (kind) called name, for delete_branch and delete_snapshot: it lists
-// the records of that kind to refuse, without a confirmed plan, deleting one that another principal created (see
-// creatorCheck). of gives a record's name and creator.
+// deleteNamed deletes the branch or snapshot (kind) called name, for delete_branch and delete_snapshot, under the
+// policy: deleting one that another principal created, or a protected branch, is of class protected (a plan to
+// confirm, by default); deleting one's own is a write. of gives a record's name, creator and revision; forPlan
+// deletes it as a confirmed plan previewed it.
 func deleteNamed[R any](ctx context.Context, c *call, kind, name string, list func(*snapshots.DB, context.Context) ([]R, error),
-	del func(*snapshots.DB, context.Context, string) (R, error), of func(R) (name, creator string)) (R, error) {
+	del func(*snapshots.DB, context.Context, string) (R, error),
+	forPlan func(db *snapshots.DB, ctx context.Context, name string, base uint64, planID, principal, confirmedBy string) (R, error),
+	of func(R) (name, creator string, rev uint64)) (R, *planOut, error) {
 	var zero R
 	db, err := c.db(ctx)
 	if err != nil {
-		return zero, err
+		return zero, nil, err
+	}
+	if ap := c.applying; ap != nil {
+		r, err := forPlan(db, ctx, name, ap.plan.Base, ap.plan.ID, c.s.cfg.Principal, ap.confirmedBy)
+		return r, nil, err
 	}
 	rs, err := list(db, ctx)
 	if err != nil {
-		return zero, err
+		return zero, nil, err
 	}
+	class, base, found := ClassWrite, uint64(0), false
 	for _, r := range rs {
-		if n, creator := of(r); n == name {
-			if err := c.creatorCheck(kind, name, creator); err != nil {
-				return zero, err
+		if n, creator, rev := of(r); n == name {
+			found, base = true, rev
+			if creator != c.s.cfg.Principal || (kind == "branch" && c.s.cfg.protected(name)) {
+				class = ClassProtected
 			}
 		}
 	}
-	return del(db, ctx, name)
+	switch c.decide(class) {
+	case Deny:
+		return zero, nil, denied("delete_" + kind + " of " + name)
+	case Allow:
+		r, err := del(db, ctx, name)
+		return r, nil, err
+	}
+	if !found || (kind == "branch" && name == snapshots.Main) {
+		r, err := del(db, ctx, name) // the library says what is wrong
+		return r, nil, err
+	}
+	p, err := c.savePlan(ctx, db, snapshots.Plan{Target: name, Base: base,
+		Summary: fmt.Sprintf("delete %s %s (at revision %d)", kind, name, base)}, nil)
+	return zero, p, err
 }
 
 // ---- promote
@@ -542,14 +563,25 @@ func promote(ctx context.Context, c *call) (string, any, error) {
 	into := branchOr(c.a.str("into"))
 	w := c.writeOptions()
 	w.Branch = into
-	if err := c.refuseProtected(into, true); err != nil {
-		return "", nil, err
-	}
 	db, err := c.db(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	pr, err := db.Promote(ctx, branch, into, w)
+	var pr *snapshots.PromoteResult
+	r, plan, err := c.commitUnderPolicy(ctx, db, w, fmt.Sprintf("promote %s into %s", branch, into), func(w snapshots.WriteOptions) (*snapshots.Result, error) {
+		var err error
+		pr, err = db.Promote(ctx, branch, into, w)
+		if err != nil {
+			return nil, err
+		}
+		return pr.Result, nil
+	})
+	if plan != nil {
+		return planAnswer(plan, nil)
+	}
+	if err == nil && r != nil && r.Unchanged {
+		pr = &snapshots.PromoteResult{Result: r}
+	}
 	if err != nil {
 		var ce *snapshots.ConflictError
 		if pr != nil && len(pr.Conflicts) > 0 && errors.As(err, &ce) {
