@@ -51,11 +51,11 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want []string // in stderr
 	}{
-		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "the commands are: bisect, branch, check, db, demo, diff, export, gc, get, import, log, mcp, promote, query, restore, revert, serve, show, snapshot, version", "Run 'strata --help' for usage."}},
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "the commands are: approve, audit, bisect, branch, check, db, demo, diff, export, gc, get, import, log, mcp, plans, promote, query, reject, restore, revert, serve, show, snapshot, version", "Run 'strata --help' for usage."}},
 		{[]string{"dmeo"}, []string{`unknown command "dmeo" (did you mean "demo"?)`}},
 		{[]string{"query", "db", "res"}, []string{"usage: strata query DB RESOURCE JQ (got 2 arguments)"}},
 		{[]string{"query", "db", "res", ".", "--param", "x"}, []string{`--param "x": give name=JSON`}},
-		{[]string{"bench"}, []string{`"bench" is not built yet`}},
+		{[]string{"approve", "db"}, []string{"usage: strata approve DB PLAN_ID (got 1 argument)"}},
 		{[]string{"import", "db", "res"}, []string{"usage: strata import DB RESOURCE FILE|- (got 2 arguments)", "Run 'strata import --help' for usage."}},
 		{[]string{"db", "frob"}, []string{`unknown command "frob" for "strata db"`}},
 		{[]string{"restore", "db", "res"}, []string{"restore needs --from REF"}},

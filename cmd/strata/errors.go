@@ -60,7 +60,8 @@ func codeFor(err error) int {
 	switch {
 	case errors.Is(err, revision.ErrNotFound), errors.Is(err, snapshots.ErrNotFound):
 		return exitNotFound
-	case errors.Is(err, revision.ErrTestFailed), errors.Is(err, snapshots.ErrConflict):
+	case errors.Is(err, revision.ErrTestFailed), errors.Is(err, snapshots.ErrConflict),
+		errors.Is(err, snapshots.ErrPlanExpired), errors.Is(err, snapshots.ErrPlanChanged):
 		return exitConflict
 	case errors.Is(err, query.ErrQuery), errors.Is(err, query.ErrLimit):
 		return exitUsage

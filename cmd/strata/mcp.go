@@ -1,21 +1,40 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/audit"
 	strataMCP "github.com/strata-db/strata/mcp"
+	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/snapshots"
 )
 
+// mcpFlags are the flags `strata mcp` and `strata serve` share.
+type mcpFlags struct {
+	writes    string
+	writesSet bool // --writes was given (cmd.Flags().Changed)
+	config    string
+}
+
+func (f *mcpFlags) register(cmd *cobra.Command, who string) {
+	cmd.Flags().StringVar(&f.writes, "writes", strataMCP.WritesOff, "what "+who+" may change: off, branches or on")
+	cmd.Flags().StringVar(&f.config, "config", "", "operator configuration file (JSON): write mode, policies, scopes and rate limits per principal")
+}
+
 type mcpOptions struct {
-	writes string
+	mcpFlags
 }
 
 // newMCPCommand is `strata mcp`: the MCP server over stdio, for an agent's client to start as a subprocess.
@@ -26,7 +45,8 @@ func newMCPCommand(g *globalOptions) *cobra.Command {
 		Short: "Serve the databases to an AI agent over MCP (stdio)",
 		Long: `Serve the databases of the data directory (--data) to an AI agent over the Model Context Protocol, on
 standard input and output. An MCP client (Claude Code, Claude Desktop, the MCP Inspector...) starts it as a
-subprocess; it stops when the client closes its input.
+subprocess; it stops when the client closes its input. A line that is not a JSON-RPC message gets a JSON-RPC
+error and the session goes on.
 
 --writes decides what the agent may change:
   off       (the default) read-only: no write tool is offered at all
@@ -34,78 +54,163 @@ subprocess; it stops when the client closes its input.
             through a confirmed plan
   on        the agent may write everywhere, but removing or overwriting data on main still needs
             a confirmed plan
-Confirmed plans are not built yet: until then such changes are refused, and a person promotes
-the agent's branch with 'strata promote'.
+A change that needs confirmation is not written: the agent gets a plan (what it would change, what it
+removes). The agent applies it with apply_plan once the user confirms it in the client (when the client
+can ask) or a person approves it: 'strata plans', 'strata approve', 'strata reject'.
+
+Every call is recorded in the data directory's audit log ('strata audit').
+
+--config FILE reads the operator's configuration (JSON): the write mode, the protected branches, and per
+principal a policy (allow, ask or deny for read, write, protected and admin tools) and scopes (allow and
+deny lists of databases and resources). Over stdio the principal is the OS user: its entry under
+"principals", else "default". A --writes flag that contradicts the file's "writes" stops startup, as does
+any unknown field or bad value.
 
 Revisions the agent makes record the OS user as their author and the tool as their tool.`,
 		Example: `  strata mcp --data ./strata-data
+  strata mcp --data ./strata-data --config strata.json
   claude mcp add strata -- strata mcp --data /path/to/strata-data --writes branches`,
 		Args: args(0, 0),
 		RunE: action(func(cmd *cobra.Command, _ []string) error {
+			o.writesSet = cmd.Flags().Changed("writes")
 			return serveMCP(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), g, o)
 		}),
 	}
-	cmd.Flags().StringVar(&o.writes, "writes", strataMCP.WritesOff, "what the agent may change: off, branches or on")
+	o.register(cmd, "the agent")
 	return cmd
 }
 
 // serveMCP serves one MCP session on in and out until the client closes in or ctx ends.
 func serveMCP(ctx context.Context, in io.Reader, out, stderr io.Writer, g *globalOptions, o *mcpOptions) (err error) {
-	srv, dir, closeAll, err := openMCPServer(g, o.writes, mcpLogger(stderr), nil)
+	b, err := openMCP(g, &o.mcpFlags, mcpLogger(stderr), nil)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := closeAll(); err == nil {
+		if cerr := b.close(); err == nil {
 			err = cerr
 		}
 	}()
-	fmt.Fprintf(stderr, "strata mcp: serving %s over stdio, writes %s\n", dir.Path(), o.writes)
-	err = srv.Run(ctx, &mcpsdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	srv, err := b.server(g.env.user())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "strata mcp: serving %s over stdio, writes %s\n", b.dir.Path(), b.mode())
+	w := &syncWriter{w: out}
+	err = srv.Run(ctx, &mcpsdk.IOTransport{Reader: newStdioFramer(in, w), Writer: w})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil // interrupted, or the client went away: a normal end
 	}
 	return err
 }
 
-// openMCPServer builds the MCP server for `strata mcp` and `strata serve`: it validates the mode, runs check (for
-// more flags), and only then opens the data directory and a query engine. closeAll releases both.
-func openMCPServer(g *globalOptions, writes string, logger *slog.Logger, check func() error) (srv *mcpsdk.Server, dir *snapshots.Dir, closeAll func() error, err error) {
-	cfg := strataMCP.Config{
-		Writes:    writes,
-		Principal: g.env.user(),
-		Version:   currentVersion().Version,
-		Logger:    logger,
+// mcpBackend is what the MCP servers of `strata mcp` and `strata serve` share: the operator's settings, the data
+// directory and the query engine. It builds the server of each principal.
+type mcpBackend struct {
+	settings *strataMCP.Settings
+	dir      *snapshots.Dir
+	engine   *query.Engine
+	logger   *slog.Logger
+	// audit is the data directory's audit log: every call of every principal goes into it.
+	audit *audit.Log
+	// transport names the transport in audit records.
+	transport string
+}
+
+// loadSettings reads --config (if given) and combines it with --writes. A missing or bad file, or a --writes flag
+// that contradicts it, is a usage error.
+func loadSettings(f *mcpFlags) (*strataMCP.Settings, error) {
+	if f.config == "" {
+		s := &strataMCP.Settings{Writes: f.writes}
+		if err := (strataMCP.Config{Writes: s.Writes}).Validate(); err != nil {
+			return nil, usageErrorf("--writes: %v", err)
+		}
+		return s, nil
 	}
-	// A bad flag stops here, before anything is opened: a typo must not leave the server writable.
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, nil, usageErrorf("--writes: %v", err)
+	s, err := strataMCP.LoadSettings(f.config)
+	if err != nil {
+		return nil, usageErrorf("--config: %v", err)
+	}
+	if err := s.WithWritesFlag(f.writes, f.writesSet); err != nil {
+		return nil, usageErrorf("--writes: %v", err)
+	}
+	return s, nil
+}
+
+// openMCP validates the flags and the configuration, runs check (for more flags), and only then opens the data
+// directory and a query engine. close releases both.
+func openMCP(g *globalOptions, f *mcpFlags, logger *slog.Logger, check func(s *strataMCP.Settings) error) (*mcpBackend, error) {
+	// A bad flag or configuration stops here, before anything is opened: a typo must not leave the server writable.
+	settings, err := loadSettings(f)
+	if err != nil {
+		return nil, err
 	}
 	if check != nil {
-		if err := check(); err != nil {
-			return nil, nil, nil, err
+		if err := check(settings); err != nil {
+			return nil, err
 		}
 	}
+	b := &mcpBackend{settings: settings, logger: logger}
 	// Only a server that may create databases makes a missing data directory; a read-only one reports it.
-	if dir, err = g.openDir(writes != strataMCP.WritesOff); err != nil {
-		return nil, nil, nil, err
+	if b.dir, err = g.openDir(b.mode() != strataMCP.WritesOff); err != nil {
+		return nil, err
 	}
 	// The engine's workers are re-executions of this binary (main calls query.WorkerMain).
-	engine, err := newEngine()
-	if err != nil {
-		dir.Close()
-		return nil, nil, nil, err
+	if b.engine, err = query.New(query.Options{MaxConcurrent: settings.MaxConcurrentQueries}); err != nil {
+		b.dir.Close()
+		return nil, err
 	}
-	closeAll = func() error {
-		engine.Close()
-		return dir.Close()
+	// Every call is audited; a server that cannot keep the log does not start.
+	if b.audit, err = audit.Open(audit.PathIn(b.dir.Path())); err != nil {
+		b.engine.Close()
+		b.dir.Close()
+		return nil, fmt.Errorf("opening the audit log: %w", err)
 	}
-	cfg.Engine = engine
-	if srv, err = strataMCP.NewServer(dir, cfg); err != nil {
-		closeAll()
-		return nil, nil, nil, err
+	return b, nil
+}
+
+// mode is the write mode in force.
+func (b *mcpBackend) mode() string {
+	if b.settings.Writes == "" {
+		return strataMCP.WritesOff
 	}
-	return srv, dir, closeAll, nil
+	return b.settings.Writes
+}
+
+// config is the server configuration of one principal.
+func (b *mcpBackend) config(principal string) strataMCP.Config {
+	cfg := b.settings.For(principal)
+	cfg.Version = currentVersion().Version
+	cfg.Logger = b.logger
+	cfg.Engine = b.engine
+	cfg.Audit = b.audit
+	cfg.Transport = b.transport
+	return cfg
+}
+
+// server builds the MCP server of one principal.
+func (b *mcpBackend) server(principal string) (*mcpsdk.Server, error) {
+	return strataMCP.NewServer(b.dir, b.config(principal))
+}
+
+func (b *mcpBackend) close() error {
+	b.engine.Close()
+	b.audit.Close()
+	return b.dir.Close()
+}
+
+// refused records in the audit log a request refused before it reached a server: without valid credentials, or
+// over its rate limit.
+func (b *mcpBackend) refused(principal, remote, decision string) {
+	outcome := "UNAUTHENTICATED"
+	if decision == audit.DecisionRateLimited {
+		outcome = "RATE_LIMITED"
+	}
+	rec := audit.Record{Principal: principal, Client: remote, Transport: audit.TransportHTTP, Tool: "http",
+		ArgsDigest: audit.Digest(nil), Decision: decision, Outcome: outcome}
+	if _, err := b.audit.Append(rec); err != nil {
+		b.logger.Error("audit log: a record could not be appended", "err", err)
+	}
 }
 
 // mcpLogger logs the server's warnings to stderr (stdout may be the protocol stream).
@@ -113,6 +218,135 @@ func mcpLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-type nopWriteCloser struct{ io.Writer }
+// syncWriter serialises whole writes: the framer's error answers and the server's messages share stdout.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
 
-func (nopWriteCloser) Close() error { return nil }
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (*syncWriter) Close() error { return nil }
+
+// maxStdioLine bounds one line of stdin (one JSON-RPC message), as the HTTP transport bounds a body.
+const maxStdioLine = maxBodyBytes
+
+// stdioFramer splits stdin into lines and passes on only those that are one JSON-RPC message. The go-sdk decodes
+// stdin as one JSON stream and ends the session at the first malformed byte (SECURITY.md T13); here a bad line is
+// answered with a JSON-RPC error (parse error, or invalid request) and skipped, and the session goes on. Blank lines
+// are skipped. Batches are refused: MCP dropped them in 2025-06-18, and the go-sdk ends the session on one it does
+// not accept.
+type stdioFramer struct {
+	r       *bufio.Reader
+	out     io.Writer
+	pending []byte // the rest of the line being handed over
+	err     error
+}
+
+func newStdioFramer(in io.Reader, out io.Writer) io.ReadCloser {
+	return &stdioFramer{r: bufio.NewReaderSize(in, 64<<10), out: out}
+}
+
+func (f *stdioFramer) Close() error { return nil }
+
+func (f *stdioFramer) Read(p []byte) (int, error) {
+	for len(f.pending) == 0 {
+		if f.err != nil {
+			return 0, f.err
+		}
+		line, err := f.readLine()
+		if err != nil {
+			f.err = err
+		}
+		if line != nil {
+			f.pending = line
+		}
+	}
+	n := copy(p, f.pending)
+	f.pending = f.pending[n:]
+	return n, nil
+}
+
+// readLine returns the next acceptable line, with its newline, or nil when the line was skipped.
+func (f *stdioFramer) readLine() ([]byte, error) {
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := f.r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > maxStdioLine {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if tooLong {
+			f.reject(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes; skipped", maxStdioLine))
+			return nil, err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil, err
+		}
+		if !f.check(line) {
+			return nil, err
+		}
+		// Only the message and its newline: the go-sdk ends the session on anything after a value but a newline.
+		return append(bytes.TrimSpace(line), '\n'), err
+	}
+}
+
+// check reports whether a line is one JSON-RPC message, and answers it with an error when it is not.
+func (f *stdioFramer) check(line []byte) bool {
+	line = bytes.TrimSpace(line)
+	if !json.Valid(line) {
+		f.reject(nil, jsonrpc.CodeParseError, "parse error: the line is not one JSON value")
+		return false
+	}
+	if line[0] == '[' {
+		f.reject(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported: send one message per line")
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if res, ok := msg.(*jsonrpc.Response); err == nil && ok && res.Result == nil && res.Error == nil {
+		err = errors.New("a response with neither result nor error")
+	}
+	if err != nil {
+		f.reject(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
+		return false
+	}
+	return true
+}
+
+// idOf is the id of a malformed message, when it is a valid id (null otherwise).
+func idOf(line []byte) any {
+	var m struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(line, &m) != nil {
+		return nil
+	}
+	if _, err := jsonrpc.MakeID(m.ID); err != nil {
+		return nil
+	}
+	return m.ID
+}
+
+// reject answers a line that is not passed on with a JSON-RPC error response.
+func (f *stdioFramer) reject(id any, code int64, msg string) {
+	data, err := json.Marshal(struct {
+		JSONRPC string        `json:"jsonrpc"`
+		ID      any           `json:"id"`
+		Error   jsonrpc.Error `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: code, Message: msg}})
+	if err != nil {
+		return
+	}
+	f.out.Write(append(data, '\n'))
+}

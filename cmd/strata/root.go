@@ -71,12 +71,6 @@ func defaultDataDir(getenv func(string) string) string {
 	return "./strata-data"
 }
 
-// planned are the commands of DESIGN.md §5 that are not built yet; asking for one says so instead of "unknown".
-var planned = map[string]string{
-	"plans": "guardrails", "approve": "guardrails", "reject": "guardrails", "audit": "guardrails",
-	"bench": "the benchmark suite",
-}
-
 // run executes one strata command line and returns the process exit code. It touches no global state, so tests
 // call it in-process, as main does.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -128,7 +122,9 @@ A database is one file in the data directory (--data). It holds resources: named
 changed by JSON Pointer. A REF names a state: a revision number, a snapshot or branch name, or
 BRANCH@TIME (RFC 3339: the state the branch had then).
 
-The guardrails for agents are being built.
+Agents reach the databases through 'strata mcp' (stdio) or 'strata serve' (HTTP), read-only unless the
+operator says otherwise; the changes they may not make alone become plans that a person reviews ('strata
+plans'), approves or rejects.
 
 Start with 'strata demo', or: strata db create shop && strata import shop catalog catalog.json`,
 		SilenceErrors:              true, // run prints errors, with their exit codes
@@ -163,16 +159,19 @@ Start with 'strata demo', or: strata db create shop && strata import shop catalo
 		newPromoteCommand(g),
 		newRevertCommand(g),
 		newRestoreCommand(g),
+		newPlansCommand(g),
+		newApproveCommand(g),
+		newRejectCommand(g),
 		newCheckCommand(g),
 		newGCCommand(g),
 		newMCPCommand(g),
 		newServeCommand(g),
+		newAuditCommand(g),
 	)
 	return root
 }
 
-// rootArgs refuses an unknown command, suggesting close names, and says plainly when a command is planned but not
-// built yet.
+// rootArgs refuses an unknown command, suggesting close names.
 func rootArgs(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
@@ -185,9 +184,6 @@ func rootArgs(cmd *cobra.Command, args []string) error {
 		}
 	}
 	sort.Strings(have)
-	if what, ok := planned[name]; ok {
-		return usageErrorf("%q is not built yet: it comes with %s (today: %s)", name, what, strings.Join(have, ", "))
-	}
 	msg := fmt.Sprintf("unknown command %q", name)
 	if s := cmd.SuggestionsFor(name); len(s) > 0 {
 		msg += fmt.Sprintf(" (did you mean %q?)", s[0])

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/audit"
 	strataMCP "github.com/strata-db/strata/mcp"
 )
 
@@ -27,15 +29,27 @@ const (
 	maxBodyBytes = 4 << 20
 	// sessionIdle closes a session after this long without a request from its client.
 	sessionIdle = 30 * time.Minute
-	// bodyReadTimeout bounds the time a client may take to send one request body (slowloris).
-	bodyReadTimeout = 30 * time.Second
 	// shutdownGrace is how long a shutdown waits for requests in flight before closing connections.
 	shutdownGrace = 5 * time.Second
 )
 
+// Timeouts against slow clients (slowloris); variables so that tests can shorten them.
+var (
+	// readHeaderTimeout bounds the time a client may take to send a request's headers.
+	readHeaderTimeout = 10 * time.Second
+	// bodyReadTimeout bounds the time a client may take to send one request body.
+	bodyReadTimeout = 30 * time.Second
+)
+
 type serveOptions struct {
-	writes string
-	listen string
+	mcpFlags
+	listen    string
+	tokenFile string
+	tlsCert   string
+	tlsKey    string
+	// onRefused, when set, hears of every request refused for want of authentication or over a rate limit (the
+	// audit log's hook); see gate.onRefused.
+	onRefused func(principal, remote, decision string)
 }
 
 // newServeCommand is `strata serve`: the MCP server over Streamable HTTP at /mcp.
@@ -45,13 +59,24 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the databases to AI agents over MCP (Streamable HTTP)",
 		Long: `Serve the databases of the data directory (--data) to AI agents over the Model Context Protocol's
-Streamable HTTP transport, at http://ADDR/mcp. Each client gets its own session; a session without a request
-for 30 minutes is closed. The server stops on interrupt, letting requests in flight finish.
+Streamable HTTP transport, at http://ADDR/mcp (https with --tls-cert and --tls-key). Each client gets its
+own session; a session without a request for 30 minutes is closed. The server stops on interrupt, letting
+requests in flight finish.
 
-It listens on the loopback interface only (--listen, default 127.0.0.1:7411): bearer tokens, which a
-server reachable from other machines needs, are not built yet. Requests from web pages are refused: a Host
-other than the listen address or localhost (DNS rebinding), any cross-origin Origin (including "null") or
+Without --token-file it listens on the loopback interface only (--listen, default 127.0.0.1:7411), and
+every client acts as the OS user running the server. Requests from web pages are refused: a Host other
+than the listen address or localhost (DNS rebinding), any cross-origin Origin (including "null") or
 cross-site fetch, and bodies that are not JSON or larger than 4 MiB.
+
+--token-file FILE turns on bearer tokens, and lets the server listen on any address. Each line of the
+file is PRINCIPAL TOKEN (blank lines and lines starting with # are skipped): a principal's name (letters,
+digits, . _ - @) and its token (at least 32 printable characters, such as the output of
+'openssl rand -hex 32'). Each principal has one token and each token one principal. The file must be
+readable by its owner only (chmod 600). Clients send 'Authorization: Bearer TOKEN'; any other request
+is refused with 401, and a token in the URL is refused outright. After about 10 failed attempts from one
+address, its requests get 429 for a while. A session belongs to the principal that opened it. Serve
+tokens over TLS on anything but loopback: --tls-cert and --tls-key (PEM files, both or neither; TLS 1.2
+or later).
 
 --writes decides what agents may change, as for 'strata mcp':
   off       (the default) read-only: no write tool is offered at all
@@ -60,50 +85,87 @@ cross-site fetch, and bodies that are not JSON or larger than 4 MiB.
   on        agents may write everywhere, but removing or overwriting data on main still needs
             a confirmed plan
 
-Revisions the agents make record the OS user running the server as their author.`,
+--config FILE reads the operator's configuration (JSON): the write mode, the protected branches, and per
+principal (the names of the token file) a policy, scopes and a rate limit; "default" applies to the
+others. A principal over its rate limit gets 429 with Retry-After, and its call does not run. A --writes
+flag that contradicts the file stops startup, as does any unknown field or bad value.
+
+Revisions the agents make record their principal as their author: the token's principal, or without
+tokens the OS user running the server.`,
 		Example: `  strata serve --data ./strata-data
   strata serve --data ./strata-data --writes branches --listen 127.0.0.1:8080
+  strata serve --data ./strata-data --config strata.json --token-file tokens --listen 0.0.0.0:7411 \
+      --tls-cert cert.pem --tls-key key.pem
   claude mcp add --transport http strata http://127.0.0.1:7411/mcp`,
 		Args: args(0, 0),
 		RunE: action(func(cmd *cobra.Command, _ []string) error {
+			o.writesSet = cmd.Flags().Changed("writes")
 			return serveHTTP(cmd.Context(), cmd.ErrOrStderr(), g, o)
 		}),
 	}
-	cmd.Flags().StringVar(&o.writes, "writes", strataMCP.WritesOff, "what agents may change: off, branches or on")
-	cmd.Flags().StringVar(&o.listen, "listen", defaultListen, "address to listen on (loopback only for now)")
+	o.register(cmd, "agents")
+	cmd.Flags().StringVar(&o.listen, "listen", defaultListen, "address to listen on (loopback only without --token-file)")
+	cmd.Flags().StringVar(&o.tokenFile, "token-file", "", "file of PRINCIPAL TOKEN lines (mode 600): require bearer tokens")
+	cmd.Flags().StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate (PEM) to serve HTTPS; needs --tls-key")
+	cmd.Flags().StringVar(&o.tlsKey, "tls-key", "", "TLS private key (PEM) of --tls-cert")
 	return cmd
 }
 
-// checkLoopback refuses a listen address that is not on the loopback interface.
-func checkLoopback(addr string) (host string, err error) {
+// checkListen checks a listen address: without tokens it must be on the loopback interface.
+func checkListen(addr string, tokens bool) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", usageErrorf("--listen %q: %v (use HOST:PORT, such as %s)", addr, err, defaultListen)
+		return usageErrorf("--listen %q: %v (use HOST:PORT, such as %s)", addr, err, defaultListen)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return "", usageErrorf("--listen %q: bad port %q", addr, port)
+		return usageErrorf("--listen %q: bad port %q", addr, port)
 	}
-	if strings.EqualFold(host, "localhost") {
-		return host, nil
+	if tokens || strings.EqualFold(host, "localhost") {
+		return nil
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return host, nil
+		return nil
 	}
-	return "", usageErrorf("--listen %q: strata serve listens only on a loopback address (127.0.0.1, ::1 or localhost) until bearer tokens come with the guardrails work; a server reachable from other machines would let anyone on the network use it", addr)
+	return usageErrorf("--listen %q: without bearer tokens (--token-file), strata serve listens only on a loopback address (127.0.0.1, ::1 or localhost); a server reachable from other machines would let anyone on the network use it", addr)
+}
+
+// loadTLS loads --tls-cert and --tls-key (both or neither).
+func loadTLS(certFile, keyFile string) (*tls.Config, error) {
+	switch {
+	case certFile == "" && keyFile == "":
+		return nil, nil
+	case certFile == "" || keyFile == "":
+		return nil, usageErrorf("--tls-cert and --tls-key go together: give both or neither")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, usageErrorf("--tls-cert %s, --tls-key %s: %v", certFile, keyFile, err)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}, nil
 }
 
 // serveHTTP serves MCP over HTTP until ctx ends.
 func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serveOptions) (err error) {
 	logger := mcpLogger(stderr)
-	srv, dir, closeAll, err := openMCPServer(g, o.writes, logger, func() error {
-		_, err := checkLoopback(o.listen)
+	var tokens []tokenEntry
+	var tlsConfig *tls.Config
+	b, err := openMCP(g, &o.mcpFlags, logger, func(*strataMCP.Settings) error {
+		if o.tokenFile != "" {
+			if tokens, err = loadTokens(o.tokenFile); err != nil {
+				return err
+			}
+		}
+		if err := checkListen(o.listen, tokens != nil); err != nil {
+			return err
+		}
+		tlsConfig, err = loadTLS(o.tlsCert, o.tlsKey)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := closeAll(); err == nil {
+		if cerr := b.close(); err == nil {
 			err = cerr
 		}
 	}()
@@ -112,29 +174,54 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
 	addr := ln.Addr().(*net.TCPAddr)
-	if !addr.IP.IsLoopback() { // "localhost" resolved to something else
+	if tokens == nil && !addr.IP.IsLoopback() { // "localhost" resolved to something else
 		ln.Close()
 		return usageErrorf("--listen %q resolved to %s, which is not a loopback address", o.listen, addr)
 	}
-	mcpHandler := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv },
+	gt := newGate(tokens, g.env.user(), b)
+	b.transport = audit.TransportHTTP
+	gt.onRefused = b.refused
+	if o.onRefused != nil {
+		gt.onRefused = func(principal, remote, decision string) {
+			b.refused(principal, remote, decision)
+			o.onRefused(principal, remote, decision)
+		}
+	}
+	mcpHandler := mcpsdk.NewStreamableHTTPHandler(gt.server,
 		&mcpsdk.StreamableHTTPOptions{
 			SessionTimeout:      sessionIdle,
 			MaxRequestBodyBytes: maxBodyBytes,
 			Logger:              logger,
+			// With tokens the server may sit behind a proxy on the same machine; guard checks Host and Origin.
+			DisableLocalhostProtection: tokens != nil,
 		})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpHandler)
+	mux.Handle("/mcp", gt.handler(mcpHandler))
 	hs := &http.Server{
-		Handler:           guard(listenHosts(o.listen, addr.Port), http.NewCrossOriginProtection().Handler(mux)),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           guard(listenHosts(o.listen, addr.Port), tokens != nil, http.NewCrossOriginProtection().Handler(mux)),
+		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		TLSConfig:         tlsConfig,
 		// No ReadTimeout or WriteTimeout: they would cut the long-lived event streams. guard bounds body reads.
 	}
-	fmt.Fprintf(stderr, "strata serve: serving %s at http://%s/mcp, writes %s\n", dir.Path(), addr, o.writes)
+	scheme, who := "http", "as "+g.env.user()
+	if tlsConfig != nil {
+		scheme = "https"
+	}
+	if tokens != nil {
+		who = fmt.Sprintf("bearer tokens for %d principal%s", len(tokens), plural(len(tokens)))
+	}
+	fmt.Fprintf(stderr, "strata serve: serving %s at %s://%s/mcp, writes %s, %s\n", b.dir.Path(), scheme, addr, b.mode(), who)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() {
+		if tlsConfig != nil {
+			errc <- hs.ServeTLS(ln, "", "")
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
 	select {
 	case err := <-errc:
 		return err
@@ -168,15 +255,20 @@ func listenHosts(listen string, port int) map[string]bool {
 // that is not this server's (DNS rebinding), an Origin that is not this server's (including "null"), a cross-site or
 // same-site fetch, and a POST body that is not JSON (a "simple" cross-origin request needs no preflight). It caps
 // the body size (413) and the time to send the body.
-func guard(hosts map[string]bool, next http.Handler) http.Handler {
+//
+// With tokens (anyHost) the server may be reached under any name, so any Host is accepted; an Origin must then be
+// the Host the request was sent to, or one of the listen hosts.
+func guard(hosts map[string]bool, anyHost bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !hosts[strings.ToLower(r.Host)] {
+		host := strings.ToLower(r.Host)
+		if !anyHost && !hosts[host] {
 			http.Error(w, "Forbidden: this server answers only to its loopback address (Host header refused)", http.StatusForbidden)
 			return
 		}
 		for _, origin := range r.Header.Values("Origin") {
 			u, err := url.Parse(origin)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !hosts[strings.ToLower(u.Host)] {
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") ||
+				!(hosts[strings.ToLower(u.Host)] || anyHost && strings.EqualFold(u.Host, host)) {
 				http.Error(w, "Forbidden: cross-origin requests are refused", http.StatusForbidden)
 				return
 			}
@@ -207,7 +299,8 @@ func guard(hosts map[string]bool, next http.Handler) http.Handler {
 }
 
 // deadlineBody lifts the read deadline once the body has been read, so that it does not cut a long answer (the
-// server watches the connection to notice a client that goes away).
+// server watches the connection to notice a client that goes away). A body that failed (a client too slow) keeps
+// it: net/http then gives up on the rest of the body at once instead of waiting for it before answering.
 type deadlineBody struct {
 	io.ReadCloser
 	rc   *http.ResponseController
@@ -216,7 +309,7 @@ type deadlineBody struct {
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.done {
+	if err == io.EOF && !b.done {
 		b.done = true
 		b.rc.SetReadDeadline(time.Time{})
 	}

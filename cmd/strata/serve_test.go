@@ -67,14 +67,15 @@ func startServe(t *testing.T, s *session, extra ...string) *served {
 	}
 	sv.stderr.Write([]byte(line))
 	go io.Copy(sv.stderr, br)
-	i := strings.Index(line, "http://")
+	i := strings.Index(line, "://")
 	j := strings.Index(line, "/mcp")
 	if i < 0 || j < i {
 		cancel()
 		t.Fatalf("no address in %q", line)
 	}
-	sv.host = line[i+len("http://") : j]
-	sv.url = "http://" + sv.host + "/mcp"
+	scheme := line[strings.LastIndex(line[:i], " ")+1 : i]
+	sv.host = line[i+len("://") : j]
+	sv.url = scheme + "://" + sv.host + "/mcp"
 	var once sync.Once
 	var stopErr error
 	sv.stop = func() error {

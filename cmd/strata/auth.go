@@ -1,0 +1,464 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
+
+	strataMCP "github.com/strata-db/strata/mcp"
+)
+
+// This file holds the HTTP server's principals (SECURITY.md T8, T18): the token file, bearer authentication, the
+// limit on failed attempts, the per-principal rate limits, one MCP server per principal, and the binding of each
+// session to the principal that opened it.
+
+const (
+	// minTokenLen is the shortest token accepted (32 characters of a random token are 160+ bits).
+	minTokenLen = 32
+	// maxAuthHeader bounds the Authorization header; a longer one is refused without being compared.
+	maxAuthHeader = 1024
+	// failureBurst failed attempts in a row from one address are let through; then failureRate per second.
+	failureBurst = 10
+	failureRate  = 1.0
+	// maxTrackedAddrs bounds the addresses whose failures are remembered.
+	maxTrackedAddrs = 1 << 16
+)
+
+// Decisions passed to onRefused.
+const (
+	refusedUnauthenticated = "unauthenticated"
+	refusedRateLimited     = "rate_limited"
+)
+
+// tokenEntry is one line of the token file: a principal and the SHA-256 of its token.
+type tokenEntry struct {
+	principal string
+	digest    [sha256.Size]byte
+}
+
+// loadTokens reads a token file: each line that is not blank and does not start with # is `PRINCIPAL TOKEN`. The
+// file must be readable by its owner only. Errors name the line, never the token.
+func loadTokens(path string) ([]tokenEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageErrorf("--token-file: %v", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, usageErrorf("--token-file: %v", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, usageErrorf("--token-file %s: not a regular file", path)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, usageErrorf("--token-file %s: readable or writable by others (mode %04o): its tokens grant access to the databases; run chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
+	var entries []tokenEntry
+	principals := map[string]int{}
+	digests := map[[sha256.Size]byte]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			return nil, usageErrorf("--token-file %s, line %d: want PRINCIPAL TOKEN, separated by spaces (found %d fields)", path, n, len(fields))
+		}
+		principal, token := fields[0], fields[1]
+		if err := strataMCP.ValidPrincipal(principal); err != nil {
+			return nil, usageErrorf("--token-file %s, line %d: %v", path, n, err)
+		}
+		if len(token) < minTokenLen || len(token) > maxAuthHeader-len("Bearer ") {
+			return nil, usageErrorf("--token-file %s, line %d: the token of %s has %d characters; use %d to %d (for example: openssl rand -hex 32)", path, n, principal, len(token), minTokenLen, maxAuthHeader-len("Bearer "))
+		}
+		for _, c := range []byte(token) {
+			if c < 0x21 || c > 0x7e {
+				return nil, usageErrorf("--token-file %s, line %d: the token of %s has a character that is not printable ASCII", path, n, principal)
+			}
+		}
+		if prev, ok := principals[principal]; ok {
+			return nil, usageErrorf("--token-file %s, line %d: principal %s already has a token (line %d); give each principal one token", path, n, principal, prev)
+		}
+		d := sha256.Sum256([]byte(token))
+		if prev, ok := digests[d]; ok {
+			return nil, usageErrorf("--token-file %s, line %d: the same token as line %d; each principal needs its own token", path, n, prev)
+		}
+		principals[principal], digests[d] = n, n
+		entries = append(entries, tokenEntry{principal: principal, digest: d})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, usageErrorf("--token-file %s: %v", path, err)
+	}
+	if len(entries) == 0 {
+		return nil, usageErrorf("--token-file %s: no tokens (each line is PRINCIPAL TOKEN)", path)
+	}
+	return entries, nil
+}
+
+// principalKey carries the authenticated principal in a request's context.
+type principalKey struct{}
+
+func principalFrom(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}
+
+// gate authenticates requests, limits them, and routes each to its principal's MCP server. With no tokens every
+// request is the OS user's (the server then listens on loopback only).
+type gate struct {
+	tokens    []tokenEntry
+	localUser string // the principal without tokens
+	backend   *mcpBackend
+	// onRefused, when set, hears of every refused request: decision is "unauthenticated" or "rate_limited". It is
+	// the audit log's hook; principal is empty when none was authenticated.
+	onRefused func(principal, remote, decision string)
+
+	mu       sync.Mutex
+	servers  map[string]*principalServer
+	limits   map[string]*rate.Limiter // per principal
+	failures map[string]*failBucket   // failed attempts per remote address
+	sessions map[string]*sessionOwner // Mcp-Session-Id -> principal
+	swept    time.Time
+	now      func() time.Time
+}
+
+type principalServer struct {
+	once sync.Once
+	srv  *mcpsdk.Server
+}
+
+type sessionOwner struct {
+	principal string
+	seen      time.Time
+}
+
+func newGate(tokens []tokenEntry, localUser string, b *mcpBackend) *gate {
+	return &gate{
+		tokens:    tokens,
+		localUser: localUser,
+		backend:   b,
+		servers:   map[string]*principalServer{},
+		limits:    map[string]*rate.Limiter{},
+		failures:  map[string]*failBucket{},
+		sessions:  map[string]*sessionOwner{},
+		now:       time.Now,
+	}
+}
+
+// server is the getServer callback of the go-sdk's handler: the principal's server, made on its first request
+// and kept.
+func (g *gate) server(r *http.Request) *mcpsdk.Server {
+	principal := principalFrom(r.Context())
+	if principal == "" {
+		return nil // not through the gate: the go-sdk answers 400
+	}
+	g.mu.Lock()
+	ps := g.servers[principal]
+	if ps == nil {
+		ps = &principalServer{}
+		g.servers[principal] = ps
+	}
+	g.mu.Unlock()
+	ps.once.Do(func() {
+		srv, err := g.backend.server(principal)
+		if err != nil {
+			g.backend.logger.Error("cannot build the MCP server of a principal", "principal", principal, "error", err)
+			return
+		}
+		ps.srv = srv
+	})
+	return ps.srv
+}
+
+func (g *gate) refused(principal string, r *http.Request, decision string) {
+	if g.onRefused != nil {
+		g.onRefused(principal, remoteHost(r), decision)
+	}
+}
+
+// remoteHost is the address of the client, without its port.
+func remoteHost(r *http.Request) string {
+	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return h
+	}
+	return r.RemoteAddr
+}
+
+// credentialParams are query parameters that carry credentials by convention. A token in a URL ends up in logs,
+// histories and Referer headers: such a request is refused whatever it carries.
+var credentialParams = []string{"access_token", "token", "bearer", "bearer_token", "auth", "authorization", "api_key", "apikey", "key"}
+
+// handler wraps next (the go-sdk's handler) with authentication, session binding and rate limits.
+func (g *gate) handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		for k := range q {
+			for _, c := range credentialParams {
+				if strings.EqualFold(k, c) {
+					g.unauthorized(w, r, "", "invalid_request", fmt.Sprintf("credentials in the URL (query parameter %q) are refused: they end up in logs and histories; send the token in an Authorization: Bearer header", k))
+					return
+				}
+			}
+		}
+		principal := g.localUser
+		if len(g.tokens) > 0 {
+			// Every attempt takes a token from its address's bucket of failures, and a success gives it back:
+			// concurrent guesses cannot slip past the limit.
+			addr := remoteHost(r)
+			if d := g.attempt(addr); d > 0 {
+				g.refused("", r, refusedRateLimited)
+				tooMany(w, d, "too many failed authentication attempts from this address")
+				return
+			}
+			var ok bool
+			if principal, ok = g.authenticate(w, r); !ok {
+				return
+			}
+			g.succeeded(addr)
+		}
+		sid := r.Header.Values("Mcp-Session-Id")
+		if len(sid) > 1 {
+			http.Error(w, "Bad Request: more than one Mcp-Session-Id header", http.StatusBadRequest)
+			return
+		}
+		if len(sid) == 1 && !g.ownsSession(principal, sid[0]) {
+			http.Error(w, "session not found", http.StatusNotFound) // the go-sdk's own answer for an unknown session
+			return
+		}
+		if r.Method == http.MethodPost {
+			now := g.now()
+			res := g.limiter(principal).ReserveN(now, 1)
+			if d := res.DelayFrom(now); !res.OK() || d > 0 {
+				res.CancelAt(now)
+				g.refused(principal, r, refusedRateLimited)
+				tooMany(w, d, "rate limit of principal "+principal+" exceeded")
+				return
+			}
+		}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, principal))
+		if len(sid) == 1 {
+			next.ServeHTTP(&sessionRecorder{ResponseWriter: w, g: g, principal: principal, sid: sid[0], method: r.Method}, r)
+			return
+		}
+		next.ServeHTTP(&sessionRecorder{ResponseWriter: w, g: g, principal: principal}, r)
+	})
+}
+
+// authenticate checks the Authorization header. It answers 401 itself when the request is refused.
+func (g *gate) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	values := r.Header.Values("Authorization")
+	switch {
+	case len(values) == 0:
+		g.unauthorized(w, r, "", "", "Unauthorized: send Authorization: Bearer TOKEN")
+		return "", false
+	case len(values) > 1:
+		g.unauthorized(w, r, "", "invalid_request", "Unauthorized: more than one Authorization header")
+		return "", false
+	case len(values[0]) > maxAuthHeader:
+		g.unauthorized(w, r, "", "invalid_token", "Unauthorized: the Authorization header is too long")
+		return "", false
+	}
+	scheme, token, _ := strings.Cut(values[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		g.unauthorized(w, r, "", "invalid_request", "Unauthorized: only Bearer tokens are accepted")
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	d := sha256.Sum256([]byte(token))
+	// Compare with every token, whatever matches: the time taken says nothing about which one did, or how close.
+	match := -1
+	for i := range g.tokens {
+		eq := subtle.ConstantTimeCompare(d[:], g.tokens[i].digest[:])
+		match = subtle.ConstantTimeSelect(eq, i, match)
+	}
+	if match < 0 || token == "" {
+		g.unauthorized(w, r, "", "invalid_token", "Unauthorized: the token is not valid")
+		return "", false
+	}
+	return g.tokens[match].principal, true
+}
+
+// unauthorized answers 401 with the challenge of RFC 6750. errCode is "" when no credentials came.
+func (g *gate) unauthorized(w http.ResponseWriter, r *http.Request, principal, errCode, msg string) {
+	g.refused(principal, r, refusedUnauthenticated)
+	challenge := `Bearer realm="strata"`
+	if errCode != "" {
+		challenge += `, error="` + errCode + `"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	http.Error(w, msg, http.StatusUnauthorized)
+}
+
+// tooMany answers 429 with Retry-After in whole seconds, rounded up.
+func tooMany(w http.ResponseWriter, d time.Duration, msg string) {
+	secs := int64(math.Ceil(d.Seconds()))
+	if secs < 1 || d == rate.InfDuration {
+		secs = 1
+	}
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	http.Error(w, fmt.Sprintf("Too Many Requests: %s; retry after %d s", msg, secs), http.StatusTooManyRequests)
+}
+
+// limiter is the rate limiter of a principal.
+func (g *gate) limiter(principal string) *rate.Limiter {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	lim := g.limits[principal]
+	if lim == nil {
+		rl := g.backend.settings.RateLimitFor(principal)
+		lim = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
+		g.limits[principal] = lim
+	}
+	return lim
+}
+
+// failBucket counts the failed authentication attempts of one address: a token bucket of failureBurst tokens,
+// refilled at failureRate per second. An attempt takes a token; a success gives it back.
+type failBucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func (b *failBucket) refill(now time.Time) {
+	b.tokens = min(failureBurst, b.tokens+now.Sub(b.last).Seconds()*failureRate)
+	b.last = now
+}
+
+// attempt takes a token from the address's bucket. It returns how long to wait when the bucket is empty (and then
+// takes nothing).
+func (g *gate) attempt(addr string) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	b := g.failures[addr]
+	if b == nil {
+		if len(g.failures) >= maxTrackedAddrs {
+			// Forget the addresses that have recovered; if that is not enough, start over.
+			for a, fb := range g.failures {
+				if fb.refill(now); fb.tokens >= failureBurst {
+					delete(g.failures, a)
+				}
+			}
+			if len(g.failures) >= maxTrackedAddrs {
+				clear(g.failures)
+			}
+		}
+		b = &failBucket{tokens: failureBurst, last: now}
+		g.failures[addr] = b
+	}
+	b.refill(now)
+	if b.tokens < 1 {
+		return time.Duration((1 - b.tokens) / failureRate * float64(time.Second))
+	}
+	b.tokens--
+	return 0
+}
+
+// succeeded gives back the token of an attempt that authenticated.
+func (g *gate) succeeded(addr string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if b := g.failures[addr]; b != nil {
+		b.tokens = min(failureBurst, b.tokens+1)
+	}
+}
+
+// ownsSession reports whether a session was opened by the principal. A session of another principal is treated
+// exactly like one that does not exist.
+func (g *gate) ownsSession(principal, sid string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	o := g.sessions[sid]
+	if o == nil || o.principal != principal {
+		return false
+	}
+	o.seen = g.now()
+	return true
+}
+
+// recordSession binds a new session to the principal that opened it.
+func (g *gate) recordSession(principal, sid string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	if now.Sub(g.swept) > time.Minute {
+		// Sessions idle for longer than the go-sdk keeps them are gone there too.
+		for id, o := range g.sessions {
+			if now.Sub(o.seen) > sessionIdle+time.Minute {
+				delete(g.sessions, id)
+			}
+		}
+		g.swept = now
+	}
+	if _, taken := g.sessions[sid]; !taken {
+		g.sessions[sid] = &sessionOwner{principal: principal, seen: now}
+	}
+}
+
+func (g *gate) forgetSession(sid string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.sessions, sid)
+}
+
+// sessionRecorder watches the answer to a request: the session id the go-sdk gives a new session is bound to the
+// principal before the answer reaches the client; a session that ended (DELETE, or unknown to the go-sdk) is
+// forgotten.
+type sessionRecorder struct {
+	http.ResponseWriter
+	g         *gate
+	principal string
+	sid       string // the request's session, if any
+	method    string
+	wrote     bool
+}
+
+func (s *sessionRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.wrote = true
+		if s.sid == "" {
+			if id := s.Header().Get("Mcp-Session-Id"); id != "" && code < 300 {
+				s.g.recordSession(s.principal, id)
+			}
+		} else if code == http.StatusNotFound || (s.method == http.MethodDelete && code < 300) {
+			s.g.forgetSession(s.sid)
+		}
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *sessionRecorder) Write(p []byte) (int, error) {
+	if !s.wrote {
+		s.WriteHeader(http.StatusOK)
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *sessionRecorder) Flush() {
+	if !s.wrote {
+		s.WriteHeader(http.StatusOK)
+	}
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (read deadlines).
+func (s *sessionRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
