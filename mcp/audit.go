@@ -78,6 +78,9 @@ func (s *server) auditRecord(method string, req mcpsdk.Request, res mcpsdk.Resul
 	if db := gjson.GetBytes(raw, "database"); db.Type == gjson.String {
 		rec.Database = db.String()
 	}
+	if id := gjson.GetBytes(raw, "plan_id"); id.Type == gjson.String && rec.Tool == "apply_plan" {
+		rec.PlanID = id.String() // refused applies name their plan too
+	}
 	if err != nil {
 		rec.Outcome = "PROTOCOL_ERROR"
 		var je *jsonrpc.Error

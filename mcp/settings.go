@@ -180,11 +180,11 @@ type Duration time.Duration
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("a duration is a string such as \"5m\" or \"90s\"")
+		return fmt.Errorf("plan_ttl: a duration is a string such as \"5m\" or \"90s\"")
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("duration %q: %v (use a string such as \"5m\" or \"90s\")", s, err)
+		return fmt.Errorf("plan_ttl %q: %v (use a string such as \"5m\" or \"90s\")", s, err)
 	}
 	*d = Duration(v)
 	return nil
@@ -253,7 +253,7 @@ func ParseSettings(r io.Reader) (*Settings, error) {
 			line, col := lineCol(b, se.Offset)
 			return nil, fmt.Errorf("line %d, column %d: %v", line, col, err)
 		}
-		return nil, fmt.Errorf("%v (the file is JSON; see 'strata help config' for its fields)", err)
+		return nil, fmt.Errorf("%v (the file is JSON; its fields are in the README, under Guardrails)", err)
 	}
 	if dec.More() {
 		return nil, errors.New("data after the configuration object")
