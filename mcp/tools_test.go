@@ -346,6 +346,11 @@ func TestDefaultIsReadOnly(t *testing.T) {
 	h.ok("read", `{"database":"shop","resource":"catalog"}`)
 	h.ok("history", `{"database":"shop"}`)
 	h.ok("list_databases", `{}`)
+	// jq cannot write: a program that "assigns" only computes a new value, and the file stays as it was.
+	if r := h.ok("query", `{"database":"shop","resource":"catalog","query":".items = [] | .owner = \"evil\""}`); r.raw("results") != `[{"items":[],"owner":"evil"}]` {
+		t.Errorf("query: %s", r.data)
+	}
+	h.fail("query", `{"database":"shop","resource":"catalog","query":"input"}`, codeQueryError)
 	h.cs.Close()
 	h.dir.Close()
 	after, err := os.ReadFile(file)
