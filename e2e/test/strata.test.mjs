@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const bin = process.env.STRATA_BIN;
 if (!bin) {
@@ -176,7 +176,13 @@ test('stdio: every tool, a prompt, progress and cancellation (--writes on)', asy
     args: ['mcp', '--data', data, '--writes', 'on'],
     stderr: 'pipe',
   });
-  const client = new Client({ name: 'strata-e2e', version: '1.0.0' });
+  // The client can ask its user: confirmation of a plan comes as an elicitation, which the "user" here accepts.
+  const client = new Client({ name: 'strata-e2e', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  const asked = [];
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push(req.params.message);
+    return { action: 'accept', content: { confirm: true } };
+  });
   await client.connect(transport);
   try {
     const { tools } = await client.listTools();
@@ -213,10 +219,19 @@ test('stdio: every tool, a prompt, progress and cancellation (--writes on)', asy
     const rev1 = p1.structuredContent.revision;
     assert.ok(rev1 > 0);
     await good('put', { database: db, resource: 'gone', value: { v: 1 } });
-    // A destructive write to main is refused under --writes on.
-    const refused = await use('update', { database: db, resource: 'cfg', path: '/price', value: 2 });
-    assert.equal(refused.isError, true, 'update on main needs confirmation');
-    assert.match(text(refused), /^CONFIRMATION_REQUIRED: /);
+    // A destructive write to main becomes a plan under --writes on: nothing is written until the user confirms.
+    const planned = await good('update', { database: db, resource: 'cfg', path: '/price', value: 2 });
+    const plan = planned.structuredContent;
+    assert.ok(plan.plan_id && plan.confirmation_required === true, text(planned));
+    assert.deepEqual(plan.overwrites, ['/cfg/price']);
+    const waiting = await good('list_plans', { database: db });
+    assert.ok(text(waiting).includes(plan.plan_id), text(waiting));
+    const applied = await good('apply_plan', { plan_id: plan.plan_id });
+    assert.equal(applied.structuredContent.plan_id, plan.plan_id);
+    assert.equal(asked.length, 1, 'the user was asked once');
+    assert.match(asked[0], /overwrites: \/cfg\/price/);
+    const again = await use('apply_plan', { plan_id: plan.plan_id });
+    assert.equal(again.isError, true, 'a plan applies once');
 
     await good('create_snapshot', { database: db, name: 'base', note: 'before the work' });
     const snaps = await good('list_snapshots', { database: db });
