@@ -293,6 +293,22 @@ func TestAuthRefusesWithoutToken(t *testing.T) {
 			t.Errorf("a token is in the server's log:\n%s", log)
 		}
 	}
+	// T12: each refused request is in the audit log (no token in it), and alice's call with its principal.
+	trail := s.must("", "audit", "--json")
+	if n := strings.Count(trail, `"decision":"unauthenticated"`); n < 11 {
+		t.Errorf("%d unauthenticated requests audited, want at least 11:\n%s", n, trail)
+	}
+	if !strings.Contains(trail, `"principal":"alice","client":"t/1","transport":"http","tool":"create_database","database":"good"`) {
+		t.Errorf("alice's create_database is not audited:\n%s", trail)
+	}
+	for _, secret := range []string{aliceToken, bobToken, aliceToken[:32], nearMiss} {
+		if strings.Contains(trail, secret) {
+			t.Errorf("a token is in the audit log")
+		}
+	}
+	if out := s.must("", "audit", "--verify"); !strings.Contains(out, "chain intact") {
+		t.Errorf("audit --verify: %s", out)
+	}
 }
 
 // TestAuthRateLimitsFailures: after about 10 rapid failures from one address, requests get 429 with Retry-After,
