@@ -12,10 +12,13 @@ import (
 	"strings"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/strata-db/strata/revision"
-	"github.com/strata-db/strata/store"
+	"github.com/strata-db/strata/audit"
+	strataMCP "github.com/strata-db/strata/mcp"
+	"github.com/strata-db/strata/query"
+	"github.com/strata-db/strata/snapshots"
 )
 
 //go:generate go test -run TestDemoDataset -update .
@@ -29,6 +32,13 @@ var catalogueJSON []byte
 const (
 	demoCategory     = "tents" // the category whose prices the agent raises
 	demoProductIndex = 3       // the product read, and followed through time; a tent
+
+	demoDB       = "demo"
+	demoResource = "catalogue"
+	demoCreator  = "strata demo" // the creator of the demo database (revision 1's author): how a rerun knows it
+	demoAgent    = "demo-agent"  // the MCP principal the agent plays
+	demoSnapshot = "before-agent"
+	demoBranch   = "agent/tent-prices"
 )
 
 type demoOptions struct {
@@ -39,336 +49,542 @@ func newDemoCommand(g *globalOptions) *cobra.Command {
 	o := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Play the storage engine's story on an embedded product catalogue",
-		Long: `Play, in memory and in a moment, what Strata's storage engine does today, on an embedded catalogue
-of an outdoor-gear shop: import it as content-addressed nodes, read a product by JSON Pointer, apply an
-agent's RFC 6902 patch that shares every unchanged node, diff the two versions, read the old version
-again, and watch a patch whose test fails change nothing.
+		Short: "Play an agent's session through MCP on a demo database",
+		Long: `Play, in a few seconds, an agent's whole session with Strata, through the MCP protocol, on an embedded
+catalogue of an outdoor-gear shop.
 
-The versioned database on disk is there already (strata db, import, get, log, diff, branch, snapshot,
-promote, revert, restore). The MCP server and its guardrails are being built; when they land this demo will
-play the whole story of DESIGN.md through MCP, on a database in --data DIR.`,
+In the data directory (--data) it creates the database "demo" (a "demo" made by an earlier strata demo is
+dropped and made again; any other "demo" is left alone and the demo refuses to run) and imports the catalogue
+as the operator. Then an agent, connected to an in-process MCP server that lets it write on branches only,
+snapshots the catalogue, branches, raises the tent prices by 10% and discontinues a product on its branch,
+diffs the branch against main and promotes it. main is protected, so the promote becomes a plan; the
+client asks its user, who confirms, and apply_plan commits it. The agent reads the old prices again (time
+travel), follows one price through history, bisects for the revision where a tent first cost more than
+before, and reverts main to the snapshot (a plan again, confirmed again).
+
+Every tool call is printed with its arguments and the essential part of its answer. The database stays:
+explore it afterwards with strata log demo, strata diff demo before-agent main, strata plans demo --all.`,
 		Args: cobra.NoArgs,
 		RunE: action(func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), g, o)
 		}),
 	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print a JSON transcript instead of text")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the transcript as JSON lines, one event a line")
 	return cmd
 }
 
-// demoTranscript is what `strata demo --json` prints.
-type demoTranscript struct {
-	Dataset   string     `json:"dataset"`
-	Storage   string     `json:"storage"`
-	Steps     []demoStep `json:"steps"`
-	Coming    string     `json:"coming"`
-	ElapsedMS float64    `json:"elapsed_ms"`
+// demoEvent is one line of `strata demo --json`: the setup, a tool call and its answer, a confirmation the client
+// asked its user for, or the end.
+type demoEvent struct {
+	Event     string          `json:"event"` // "setup", "call", "confirm", "done"
+	Step      int             `json:"step,omitempty"`
+	Narration string          `json:"narration,omitempty"`
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	Summary   string          `json:"summary,omitempty"` // the server's one-line summary of its answer
+	Result    json.RawMessage `json:"result,omitempty"`  // the answer's structured content
+	Lines     []string        `json:"lines,omitempty"`   // the essential bits, as printed for people
+	Question  string          `json:"question,omitempty"`
+	Answer    string          `json:"answer,omitempty"`
+	ElapsedMS float64         `json:"elapsed_ms,omitempty"`
 }
 
-// demoStep is one step of the story: a one-line narration, the lines a person reads, and the same facts as data.
-type demoStep struct {
-	Name      string   `json:"name"`
-	Narration string   `json:"narration"`
-	Lines     []string `json:"lines"`
-	Data      any      `json:"data"`
-}
-
-type importData struct {
-	JSONBytes   int     `json:"json_bytes"`
-	Products    uint64  `json:"products"`
-	Orders      uint64  `json:"orders"`
-	Nodes       int     `json:"nodes"`
-	RawBytes    int64   `json:"raw_bytes"`
-	StoredBytes int64   `json:"stored_bytes"`
-	Millis      float64 `json:"ms"`
-	Root        string  `json:"root"`
-}
-
-type readData struct {
-	Pointer string          `json:"pointer"`
-	Value   json.RawMessage `json:"value"`
-}
-
-type patchData struct {
-	Operations   int     `json:"operations"`
-	PatchBytes   int     `json:"patch_bytes"`
-	Replaced     int     `json:"prices_raised"`
-	Added        string  `json:"added_id"`
-	Removed      string  `json:"removed_id"`
-	RemovedPath  string  `json:"removed_path"`
-	Nodes        int     `json:"nodes"`
-	RawBytes     int64   `json:"raw_bytes"`
-	StoredBytes  int64   `json:"stored_bytes"`
-	DocNodes     int     `json:"document_nodes"`
-	DocStored    int64   `json:"document_stored_bytes"`
-	NodesPercent float64 `json:"nodes_percent"`
-	Millis       float64 `json:"ms"`
-	Root         string  `json:"root"`
-}
-
-type diffData struct {
-	Counts     revision.Counts   `json:"counts"`
-	Operations []revision.DiffOp `json:"operations"`
-	Visited    int               `json:"nodes_visited"`
-	RoundTrip  bool              `json:"applies_back"`
-	Millis     float64           `json:"ms"`
-}
-
-type travelData struct {
-	Pointer      string          `json:"pointer"`
-	Before       json.RawMessage `json:"before"`
-	After        json.RawMessage `json:"after"`
-	RemovedPath  string          `json:"removed_path"`
-	RemovedAtV1  json.RawMessage `json:"removed_at_version_1"`
-	StillThereV1 bool            `json:"removed_still_in_version_1"`
-}
-
-type failedData struct {
-	Error            string          `json:"error"`
-	Applied          bool            `json:"applied"`
-	Root             string          `json:"root"`
-	Price            json.RawMessage `json:"price"`
-	StoreNodesBefore int             `json:"store_nodes_before"`
-	StoreNodesAfter  int             `json:"store_nodes_after"`
-}
-
-// demo holds one run of the story: its own in-memory store, so runs never interfere.
-type demo struct {
+// demoRun is one run of the story.
+type demoRun struct {
 	ctx   context.Context
-	mem   *store.Mem
-	f     *revision.Forest
 	out   io.Writer
 	human bool
-	tr    demoTranscript
-	n     int // steps printed
-
-	// What the story carries from step to step.
-	v1, v2      revision.Value
-	imported    revision.Stats
-	importMS    float64
-	pricePtr    string
-	removedPath string
+	cs    *mcpsdk.ClientSession
+	step  int
 }
 
-func runDemo(ctx context.Context, w io.Writer, g *globalOptions, o *demoOptions) error {
+func runDemo(ctx context.Context, w io.Writer, g *globalOptions, o *demoOptions) (err error) {
 	start := time.Now()
-	mem := store.NewMem()
-	d := &demo{ctx: ctx, mem: mem, f: revision.New(mem, nil), out: w, human: !o.json}
-	d.tr.Dataset = "demo/catalogue.json: an outdoor-gear shop's catalogue (embedded)"
-	d.tr.Storage = fmt.Sprintf("in memory (store.NewMem); nothing is written to %s yet", g.dataDir)
-	d.tr.Coming = "jq queries, the MCP server and its guardrails are being built; then this demo plays the whole " +
-		"story through MCP. The versioned database on disk is there already: try strata db create, import, log and diff."
-	if d.human {
-		d.printf("Strata demo: what the storage engine does today, on an outdoor-gear shop's catalogue.\n")
-		d.printf("Storage is %s.\n\n", d.tr.Storage)
+	d := &demoRun{ctx: ctx, out: w, human: !o.json}
+
+	dir, err := g.openDir(true)
+	if err != nil {
+		return err
 	}
-	for _, s := range []func() (demoStep, error){d.importStep, d.readStep, d.patchStep, d.diffStep, d.travelStep, d.failedPatchStep} {
-		st, err := s()
-		if err != nil {
-			return fmt.Errorf("demo: %w", err)
+	defer func() {
+		if cerr := dir.Close(); err == nil {
+			err = cerr
 		}
-		d.emit(st)
+	}()
+	setup, err := prepareDemoDB(ctx, dir)
+	if err != nil {
+		return err
 	}
-	d.tr.ElapsedMS = ms(time.Since(start))
-	if !d.human {
-		return writeJSON(w, d.tr)
+	db, err := dir.Open(ctx, demoDB)
+	if err != nil {
+		return err
 	}
-	d.printf("Done in %.0f ms. %s\n", d.tr.ElapsedMS, d.tr.Coming)
+	imp, err := db.Put(ctx, demoResource, catalogueJSON, snapshots.WriteOptions{Author: demoCreator, Tool: "cli demo",
+		Message: "the operator imports the demo catalogue"})
+	if err != nil {
+		return fmt.Errorf("demo: importing the catalogue: %w", err)
+	}
+	setup = append(setup,
+		fmt.Sprintf("The operator imports the catalogue of an outdoor-gear shop as resource %q (%s of JSON): revision %d on main.",
+			demoResource, byteSize(int64(len(catalogueJSON))), imp.Revision),
+		fmt.Sprintf("The agent %q connects to an in-process MCP server (writes: branches). It may branch and write on its", demoAgent),
+		"branches; main is protected: a change to main becomes a plan that the person at the client confirms.")
+	d.emit(demoEvent{Event: "setup", Lines: setup})
+
+	// The server, as strata mcp --writes branches would serve it to this agent, and its audit log.
+	engine, err := query.New(query.Options{})
+	if err != nil {
+		return err
+	}
+	defer engine.Close()
+	aud, err := audit.Open(audit.PathIn(dir.Path()))
+	if err != nil {
+		return fmt.Errorf("opening the audit log: %w", err)
+	}
+	defer aud.Close()
+	srv, err := strataMCP.NewServer(dir, strataMCP.Config{Writes: strataMCP.WritesBranches, Principal: demoAgent,
+		Version: currentVersion().Version, Engine: engine, Audit: aud})
+	if err != nil {
+		return err
+	}
+	st, ct := mcpsdk.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		return err
+	}
+	defer ss.Wait()
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "strata demo", Version: currentVersion().Version},
+		&mcpsdk.ClientOptions{ElicitationHandler: d.confirm})
+	d.cs, err = client.Connect(ctx, ct, nil)
+	if err != nil {
+		ss.Close()
+		return err
+	}
+	defer d.cs.Close()
+
+	if err := d.story(imp.Revision); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+
+	took := ms(time.Since(start))
+	end := []string{
+		fmt.Sprintf("Done in %.0f ms. The database %q stays in %s; explore it with the command line:", took, demoDB, g.dataDir),
+		"  strata log demo                          every revision: the operator's import, the agent's, the revert",
+		"  strata diff demo before-agent main       what main changed since the snapshot (nothing: it was reverted)",
+		"  strata diff demo before-agent " + demoBranch + "   what the agent did on its branch",
+		fmt.Sprintf("  strata get demo %s/products/%d --at %s   the featured tent on the agent's branch", demoResource, demoProductIndex, demoBranch),
+		"  strata plans demo --all                  the two plans, and who confirmed them",
+		"  strata audit                             every MCP call the agent made",
+	}
+	d.emit(demoEvent{Event: "done", Lines: end, ElapsedMS: took})
 	return nil
 }
 
-func (d *demo) printf(format string, args ...any) { fmt.Fprintf(d.out, format, args...) }
-
-func (d *demo) emit(st demoStep) {
-	if st.Name == "" {
-		return // a step with nothing to show
+// prepareDemoDB creates the demo database, dropping one made by an earlier demo. A "demo" database made some other
+// way is someone's data: the demo refuses and touches nothing.
+func prepareDemoDB(ctx context.Context, dir *snapshots.Dir) ([]string, error) {
+	names, err := dir.Names()
+	if err != nil {
+		return nil, err
 	}
-	d.tr.Steps = append(d.tr.Steps, st)
+	var lines []string
+	for _, n := range names {
+		if n != demoDB {
+			continue
+		}
+		db, err := dir.Open(ctx, demoDB)
+		if err != nil {
+			return nil, err
+		}
+		st, err := db.Resolve(ctx, snapshots.Ref{Revision: 1})
+		if err != nil {
+			return nil, err
+		}
+		if st.Rev.Author != demoCreator {
+			return nil, &cliError{code: exitConflict, err: fmt.Errorf(
+				"a database named %q already exists in %s and was not made by strata demo (it was created by %q); "+
+					"the demo leaves it alone: run the demo with another data directory (--data DIR), or drop that database yourself (strata db drop %s --yes)",
+				demoDB, dir.Path(), st.Rev.Author, demoDB)}
+		}
+		info, err := dir.Info(ctx, demoDB)
+		if err != nil {
+			return nil, err
+		}
+		if err := dir.Drop(ctx, demoDB); err != nil {
+			return nil, err
+		}
+		lines = append(lines, fmt.Sprintf("Dropped the database %q an earlier strata demo made (%d revisions), to start again.", demoDB, info.Revisions))
+	}
+	if _, err := dir.Create(ctx, demoDB, demoCreator); err != nil {
+		return nil, err
+	}
+	return append(lines, fmt.Sprintf("Created the database %q in %s.", demoDB, dir.Path())), nil
+}
+
+// emit prints one event: a JSON line, or text for people.
+func (d *demoRun) emit(e demoEvent) {
 	if !d.human {
+		writeJSONLine(d.out, e)
 		return
 	}
-	d.n++
-	d.printf("%d. %s\n", d.n, st.Narration)
-	for _, l := range st.Lines {
-		d.printf("   %s\n", l)
+	switch e.Event {
+	case "call":
+		fmt.Fprintf(d.out, "%d. %s\n", e.Step, e.Narration)
+		fmt.Fprintf(d.out, "   → %s %s\n", e.Tool, compactArgs(e.Arguments))
+		for _, l := range e.Lines {
+			fmt.Fprintf(d.out, "   ← %s\n", l)
+		}
+		fmt.Fprintln(d.out)
+	case "confirm":
+		fmt.Fprintf(d.out, "   ? the client asks its user: %s\n", e.Question)
+		fmt.Fprintf(d.out, "   ! %s\n", e.Narration)
+	default:
+		for _, l := range e.Lines {
+			fmt.Fprintln(d.out, l)
+		}
+		fmt.Fprintln(d.out)
 	}
-	d.printf("\n")
 }
 
-func (d *demo) importStep() (demoStep, error) {
-	t := time.Now()
-	v, st, err := d.f.ImportBytes(d.ctx, catalogueJSON)
-	if err != nil {
-		return demoStep{}, fmt.Errorf("import: %w", err)
-	}
-	d.importMS = ms(time.Since(t))
-	d.v1, d.imported = v, st
-	products, err := d.f.Get(d.ctx, v, revision.MustPointer("/products"))
-	if err != nil {
-		return demoStep{}, err
-	}
-	orders, err := d.f.Get(d.ctx, v, revision.MustPointer("/orders"))
-	if err != nil {
-		return demoStep{}, err
-	}
-	data := importData{
-		JSONBytes: len(catalogueJSON), Products: products.Len(), Orders: orders.Len(),
-		Nodes: st.Nodes, RawBytes: st.RawBytes, StoredBytes: st.StoredBytes, Millis: d.importMS, Root: v.Hash().Short(),
-	}
-	return demoStep{
-		Name:      "import",
-		Narration: "Import the catalogue: it becomes a tree of immutable nodes, each addressed by its SHA-256.",
-		Lines: []string{
-			fmt.Sprintf("%d products and %d orders, %s of JSON", data.Products, data.Orders, byteSize(int64(data.JSONBytes))),
-			fmt.Sprintf("imported: %d nodes, %s raw, %s stored (S2-compressed), in %.1f ms",
-				st.Nodes, byteSize(st.RawBytes), byteSize(st.StoredBytes), d.importMS),
-			fmt.Sprintf("version 1 is root %s", data.Root),
-		},
-		Data: data,
-	}, nil
+// confirm is the client's elicitation handler: it plays the person at the client, who reads the question and
+// confirms.
+func (d *demoRun) confirm(_ context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
+	d.emit(demoEvent{Event: "confirm", Step: d.step, Question: req.Params.Message, Answer: "accept",
+		Narration: "the person reads it and confirms"})
+	return &mcpsdk.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
 }
 
-func (d *demo) readStep() (demoStep, error) {
-	ptr := fmt.Sprintf("/products/%d", demoProductIndex)
-	v, err := d.f.Get(d.ctx, d.v1, revision.MustPointer(ptr))
-	if err != nil {
-		return demoStep{}, err
-	}
-	text, err := d.f.JSON(d.ctx, v)
-	if err != nil {
-		return demoStep{}, err
-	}
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, text, "", "  "); err != nil {
-		return demoStep{}, err
-	}
-	lines := []string{ptr + " →"}
-	for _, l := range strings.Split(pretty.String(), "\n") {
-		lines = append(lines, "  "+l)
-	}
-	d.pricePtr = ptr + "/price"
-	return demoStep{
-		Name:      "read",
-		Narration: "Read one product by JSON Pointer: only the nodes on the path are decoded.",
-		Lines:     lines,
-		Data:      readData{Pointer: ptr, Value: text},
-	}, nil
+// demoAnswer is a tool's answer, decoded.
+type demoAnswer struct {
+	summary string
+	raw     json.RawMessage
+	m       map[string]any // numbers as json.Number
 }
 
-// demoProduct is what the agent looks at to decide its change.
+func (a *demoAnswer) str(k string) string {
+	s, _ := a.m[k].(string)
+	return s
+}
+
+func (a *demoAnswer) num(k string) string {
+	n, _ := a.m[k].(json.Number)
+	return n.String()
+}
+
+// field returns the JSON text of a member of the answer.
+func (a *demoAnswer) field(k string) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(a.raw, &m) != nil {
+		return ""
+	}
+	return string(m[k])
+}
+
+// call makes one tool call, prints it with what its answer shows (lines picks the essential bits), and returns the
+// answer. An error result stops the story.
+func (d *demoRun) call(narration, tool string, args demoArgs, lines func(a *demoAnswer) []string) (*demoAnswer, error) {
+	d.step++
+	argText, err := marshalCompact(args)
+	if err != nil {
+		return nil, err
+	}
+	if d.human {
+		// The call is shown before its answer: a confirmation may come in between.
+		fmt.Fprintf(d.out, "%d. %s\n   → %s %s\n", d.step, narration, tool, compactArgs(argText))
+	}
+	res, err := d.cs.CallTool(d.ctx, &mcpsdk.CallToolParams{Name: tool, Arguments: json.RawMessage(argText)})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", tool, err)
+	}
+	// The data is read from the text block, where numbers keep their exact text (the go-sdk decodes the
+	// structured content into float64s).
+	a := &demoAnswer{}
+	if len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*mcpsdk.TextContent); ok {
+			var rest string
+			a.summary, rest, _ = strings.Cut(tc.Text, "\n<untrusted-data-")
+			if _, data, ok := strings.Cut(rest, ">\n"); ok {
+				if i := strings.LastIndex(data, "\n</untrusted-data-"); i >= 0 {
+					a.raw = json.RawMessage(data[:i])
+				}
+			}
+		}
+	}
+	if a.raw == nil {
+		return nil, fmt.Errorf("%s: the answer has no data block", tool)
+	}
+	dec := json.NewDecoder(bytes.NewReader(a.raw))
+	dec.UseNumber()
+	if err := dec.Decode(&a.m); err != nil {
+		return nil, fmt.Errorf("%s: the answer is not a JSON object: %v", tool, err)
+	}
+	if res.IsError {
+		if detail := a.str("detail"); detail != "" {
+			return nil, fmt.Errorf("%s %s: %s (%s)", tool, argText, a.summary, detail)
+		}
+		return nil, fmt.Errorf("%s %s: %s", tool, argText, a.summary)
+	}
+	shown := []string{a.summary}
+	if lines != nil {
+		shown = lines(a)
+	}
+	e := demoEvent{Event: "call", Step: d.step, Narration: narration, Tool: tool, Arguments: argText, Summary: a.summary,
+		Result: a.raw, Lines: shown}
+	if d.human {
+		for _, l := range shown {
+			fmt.Fprintf(d.out, "   ← %s\n", l)
+		}
+		fmt.Fprintln(d.out)
+	} else {
+		d.emit(e)
+	}
+	return a, nil
+}
+
+// story is the agent's session.
+func (d *demoRun) story(imported uint64) error {
+	with := func(kv ...any) demoArgs { return append(demoArgs{"database", demoDB, "resource", demoResource}, kv...) }
+	featured := fmt.Sprintf("/products/%d", demoProductIndex)
+	price := featured + "/price"
+
+	// 1. Look before touching.
+	a, err := d.call("The agent reads the featured product, as it is on main.", "read", with("path", featured),
+		func(a *demoAnswer) []string {
+			var p demoProduct
+			json.Unmarshal([]byte(a.field("value")), &p)
+			return []string{fmt.Sprintf("revision %s: %s %q, price %s (%s fields)", a.num("revision"), p.ID, p.Name, p.Price, a.num("count"))}
+		})
+	if err != nil {
+		return err
+	}
+
+	// 2. A label for the state before any change.
+	if _, err := d.call("Before changing anything it labels the current state with a snapshot.", "create_snapshot",
+		demoArgs{"database", demoDB, "name", demoSnapshot, "note", "the catalogue before the agent's price change"},
+		func(a *demoAnswer) []string {
+			return []string{fmt.Sprintf("snapshot %s names revision %s", a.str("snapshot"), a.num("revision"))}
+		}); err != nil {
+		return err
+	}
+
+	// 3. A branch of its own.
+	if _, err := d.call("It works on a branch of its own: O(1), nothing is copied.", "create_branch",
+		demoArgs{"database", demoDB, "name", demoBranch},
+		func(a *demoAnswer) []string {
+			return []string{fmt.Sprintf("branch %s at revision %s (protected: %s)", a.str("branch"), a.num("revision"), a.field("protected"))}
+		}); err != nil {
+		return err
+	}
+
+	// 4. Find what to change, with jq.
+	q := `.products | to_entries[] | select(.value.category == $category) | {index: .key, id: .value.id, name: .value.name, price: .value.price, discontinued: .value.discontinued}`
+	a, err = d.call(fmt.Sprintf("It finds the products in %q with a jq query.", demoCategory), "query",
+		with("query", q, "params", map[string]any{"category": demoCategory}, "limit", 100),
+		func(a *demoAnswer) []string {
+			rs, _ := a.m["results"].([]any)
+			return []string{fmt.Sprintf("%d results at revision %s, the first: %s", len(rs), a.num("revision"), clipText(firstJSON(a, "results"), 120))}
+		})
+	if err != nil {
+		return err
+	}
+	var tents []demoTent
+	if err := json.Unmarshal([]byte(a.field("results")), &tents); err != nil {
+		return err
+	}
+	var ops []map[string]any
+	var maxOld *big.Rat
+	discontinue, discontinued := -1, ""
+	for _, t := range tents {
+		np, err := raise(t.Price, 10)
+		if err != nil {
+			return fmt.Errorf("product %s: %w", t.ID, err)
+		}
+		ops = append(ops, map[string]any{"op": "replace", "path": fmt.Sprintf("/products/%d/price", t.Index), "value": np})
+		if r, ok := new(big.Rat).SetString(string(t.Price)); ok && (maxOld == nil || r.Cmp(maxOld) > 0) {
+			maxOld = r
+		}
+		if discontinue < 0 && !t.Discontinued && t.Index != demoProductIndex {
+			discontinue, discontinued = t.Index, t.ID+" "+t.Name
+		}
+	}
+	if len(ops) == 0 || discontinue < 0 {
+		return errors.New("the catalogue has no product to change")
+	}
+
+	// 5. The change, on the branch.
+	a, err = d.call(fmt.Sprintf("On its branch it raises every price in %q by 10%%, in one patch.", demoCategory), "patch",
+		with("operations", ops, "branch", demoBranch, "message", fmt.Sprintf("raise %s prices by 10%%", demoCategory)),
+		func(a *demoAnswer) []string {
+			return []string{fmt.Sprintf("revision %s on %s (%d prices replaced)", a.num("revision"), a.str("branch"), len(ops))}
+		})
+	if err != nil {
+		return err
+	}
+	disc := fmt.Sprintf("/products/%d/discontinued", discontinue)
+	if _, err = d.call("And discontinues a tent: "+discontinued+".", "update",
+		with("path", disc, "value", true, "branch", demoBranch, "message", "discontinue "+discontinued),
+		func(a *demoAnswer) []string {
+			return []string{fmt.Sprintf("revision %s on %s", a.num("revision"), a.str("branch"))}
+		}); err != nil {
+		return err
+	}
+
+	// 6. Review.
+	if _, err := d.call("It reviews its branch against main.", "diff",
+		demoArgs{"database", demoDB, "resource", demoResource, "from_branch", "main", "to_branch", demoBranch},
+		func(a *demoAnswer) []string {
+			c, _ := a.m["counts"].(map[string]any)
+			l := []string{fmt.Sprintf("%v replaced, %v added, %v removed, %v moved; the first operation: %s",
+				c["replaced"], c["added"], c["removed"], c["moved"], clipText(firstJSON(a, "operations"), 110))}
+			return l
+		}); err != nil {
+		return err
+	}
+
+	// 7. Promote: main is protected, so the server answers with a plan.
+	a, err = d.call("It promotes the branch into main. main is protected: the server answers with a plan, and writes nothing.",
+		"promote", demoArgs{"database", demoDB, "branch", demoBranch, "message", "tent prices +10%, one tent discontinued"},
+		planLines)
+	if err != nil {
+		return err
+	}
+	plan := a.str("plan_id")
+	if plan == "" {
+		return fmt.Errorf("promote into protected main committed instead of planning: %s", a.summary)
+	}
+
+	// 8. Apply: the client asks its user.
+	a, err = d.call("It asks to apply the plan; the server has the client ask its user.", "apply_plan",
+		demoArgs{"plan_id", plan}, commitLines)
+	if err != nil {
+		return err
+	}
+	promoted := a.num("revision")
+
+	// 9. Time travel.
+	if _, err := d.call("Time travel: the featured tent's price at the snapshot, before the change.", "read",
+		with("path", price, "snapshot", demoSnapshot), valueLine); err != nil {
+		return err
+	}
+	if _, err := d.call("And at revision "+fmt.Sprint(imported)+", the last one on main before the promotion.", "read",
+		with("path", price, "revision", imported), valueLine); err != nil {
+		return err
+	}
+	a, err = d.call("And now, on main.", "read", with("path", price), valueLine)
+	if err != nil {
+		return err
+	}
+	newPrice := a.field("value")
+
+	// 10. Blame for one value.
+	if _, err := d.call("Who changed that price, and when?", "path_history", with("path", price),
+		func(a *demoAnswer) []string {
+			var out []string
+			cs, _ := a.m["changes"].([]any)
+			for _, c := range cs {
+				m, _ := c.(map[string]any)
+				out = append(out, fmt.Sprintf("revision %v by %v: %v → %v", m["revision"], m["author"], jsonText(m["before"]), jsonText(m["after"])))
+			}
+			if len(out) == 0 {
+				out = []string{a.summary}
+			}
+			return out
+		}); err != nil {
+		return err
+	}
+
+	// 11. Bisect.
+	limit := maxOld.FloatString(2)
+	if _, err := d.call(fmt.Sprintf("When did a tent first cost more than %s, the highest tent price before? Bisect.", limit), "bisect",
+		with("predicate", `[.products[]? | select(.category == $category) | .price] | max > $limit`,
+			"params", map[string]any{"category": demoCategory, "limit": json.Number(limit)}),
+		func(a *demoAnswer) []string {
+			return []string{fmt.Sprintf("first true at revision %s, after %d evaluations", a.num("revision"), lenOf(a.m["evaluations"]))}
+		}); err != nil {
+		return err
+	}
+
+	// 12. Revert: a plan again.
+	a, err = d.call("Asked to undo it all, it reverts main to the snapshot: a plan again, since main is protected.", "revert",
+		demoArgs{"database", demoDB, "snapshot", demoSnapshot, "message", "back to the catalogue before the agent"}, planLines)
+	if err != nil {
+		return err
+	}
+	plan = a.str("plan_id")
+	if plan == "" {
+		return fmt.Errorf("revert of protected main committed instead of planning: %s", a.summary)
+	}
+	if _, err := d.call("It applies the plan; the client asks its user again.", "apply_plan",
+		demoArgs{"plan_id", plan}, commitLines); err != nil {
+		return err
+	}
+	if _, err := d.call(fmt.Sprintf("main is back to the snapshot; the promoted state stays readable at revision %s.", promoted), "read",
+		with("path", price), func(a *demoAnswer) []string {
+			return []string{fmt.Sprintf("revision %s: %s, as at the snapshot (%s at revision %s)", a.num("revision"), a.field("value"), newPrice, promoted)}
+		}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// demoArgs are a tool call's arguments: names and values in turn, written in that order.
+type demoArgs []any
+
+func (a demoArgs) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := 0; i+1 < len(a); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := marshalCompact(a[i])
+		if err != nil {
+			return nil, err
+		}
+		v, err := marshalCompact(a[i+1])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// demoProduct is what the agent reads of a product.
 type demoProduct struct {
+	ID    string      `json:"id"`
+	Name  string      `json:"name"`
+	Price json.Number `json:"price"`
+}
+
+func planLines(a *demoAnswer) []string {
+	p, _ := a.m["preview"].(map[string]any)
+	c, _ := p["counts"].(map[string]any)
+	return []string{
+		fmt.Sprintf("plan %s: %v (%v replaced, %v removed); nothing written", a.str("plan_id"), p["summary"], c["replaced"], c["removed"]),
+		fmt.Sprintf("confirmation required: %s; expires at %s", a.field("confirmation_required"), a.str("expires_at")),
+	}
+}
+
+func commitLines(a *demoAnswer) []string {
+	return []string{fmt.Sprintf("confirmed and committed: main is at revision %s (plan %s)", a.num("revision"), a.str("plan_id"))}
+}
+
+func valueLine(a *demoAnswer) []string {
+	return []string{fmt.Sprintf("revision %s: %s", a.num("revision"), a.field("value"))}
+}
+
+// demoTent is a product of the category the agent changes, as its query returns it.
+type demoTent struct {
+	Index        int         `json:"index"`
 	ID           string      `json:"id"`
 	Name         string      `json:"name"`
-	Category     string      `json:"category"`
 	Price        json.Number `json:"price"`
 	Discontinued bool        `json:"discontinued"`
-}
-
-// patchStep plays an agent: it reads the products, then sends one RFC 6902 patch that raises the prices of one
-// category by 10%, adds a product and removes a discontinued one.
-func (d *demo) patchStep() (demoStep, error) {
-	pv, err := d.f.Get(d.ctx, d.v1, revision.MustPointer("/products"))
-	if err != nil {
-		return demoStep{}, err
-	}
-	text, err := d.f.JSON(d.ctx, pv)
-	if err != nil {
-		return demoStep{}, err
-	}
-	var products []demoProduct
-	if err := json.Unmarshal(text, &products); err != nil {
-		return demoStep{}, err
-	}
-
-	type op struct {
-		Op    string `json:"op"`
-		Path  string `json:"path"`
-		Value any    `json:"value,omitempty"`
-	}
-	var ops []op
-	var shown []string // the first price changes, for people
-	removed := -1
-	for i, p := range products {
-		if p.Category == demoCategory {
-			newPrice, err := raise(p.Price, 10)
-			if err != nil {
-				return demoStep{}, fmt.Errorf("product %s: %w", p.ID, err)
-			}
-			ops = append(ops, op{"replace", fmt.Sprintf("/products/%d/price", i), newPrice})
-			if len(shown) < 2 {
-				shown = append(shown, fmt.Sprintf("replace /products/%d/price  %s → %s  (%s)", i, p.Price, newPrice, p.Name))
-			}
-		}
-		// The first discontinued product after the featured one, so that the featured one keeps its index.
-		if removed < 0 && p.Discontinued && i > demoProductIndex {
-			removed = i
-		}
-	}
-	raised := len(ops)
-	if raised == 0 || removed < 0 {
-		return demoStep{}, errors.New("the catalogue has no product to change")
-	}
-	newID := fmt.Sprintf("P-%04d", len(products)+1)
-	ops = append(ops, op{"add", "/products/-", map[string]any{
-		"id": newID, "sku": "TNT-2026", "name": "Kestrel Ridgeline UL 1 Tent", "category": demoCategory,
-		"brand": "Kestrel", "price": json.Number("379.00"), "stock": 40, "weight_g": 980, "reviews": 0,
-		"tags": []string{"1-person", "ultralight"}, "discontinued": false, "added": "2025-03-01",
-		"description": "A light, packable tent for fast-and-light trips.",
-	}})
-	// Removal goes last, so that the indices above still name the products the agent read.
-	d.removedPath = fmt.Sprintf("/products/%d", removed)
-	ops = append(ops, op{"remove", d.removedPath, nil})
-
-	// The agent sends JSON Patch text, as it will over MCP; the engine parses it strictly.
-	patchText, err := json.Marshal(ops)
-	if err != nil {
-		return demoStep{}, err
-	}
-	parsed, err := revision.ParsePatch(patchText)
-	if err != nil {
-		return demoStep{}, err
-	}
-	t := time.Now()
-	change, err := d.f.Patch(d.ctx, d.v1, parsed)
-	if err != nil {
-		return demoStep{}, fmt.Errorf("patch: %w", err)
-	}
-	st, err := d.f.Save(d.ctx, change)
-	if err != nil {
-		return demoStep{}, fmt.Errorf("save: %w", err)
-	}
-	took := ms(time.Since(t))
-	d.v2 = change.Root
-
-	data := patchData{
-		Operations: len(parsed), PatchBytes: len(patchText), Replaced: raised,
-		Added: newID, Removed: products[removed].ID, RemovedPath: d.removedPath,
-		Nodes: st.Nodes, RawBytes: st.RawBytes, StoredBytes: st.StoredBytes,
-		DocNodes: d.imported.Nodes, DocStored: d.imported.StoredBytes,
-		NodesPercent: 100 * float64(st.Nodes) / float64(d.imported.Nodes),
-		Millis:       took, Root: d.v2.Hash().Short(),
-	}
-	lines := []string{fmt.Sprintf("one patch of %d operations (%s of JSON Patch):", data.Operations, byteSize(int64(data.PatchBytes)))}
-	for _, l := range shown {
-		lines = append(lines, "  "+l)
-	}
-	lines = append(lines,
-		fmt.Sprintf("  … %d more price replacements in %q", raised-len(shown), demoCategory),
-		fmt.Sprintf("  add /products/-  %s %q", newID, "Kestrel Ridgeline UL 1 Tent"),
-		fmt.Sprintf("  remove %s  %s %q (discontinued)", d.removedPath, products[removed].ID, products[removed].Name),
-		fmt.Sprintf("version 2 is root %s, made in %.1f ms", data.Root, took),
-		fmt.Sprintf("the change stored %d new nodes (%s stored); the catalogue is %d nodes (%s stored)",
-			st.Nodes, byteSize(st.StoredBytes), d.imported.Nodes, byteSize(d.imported.StoredBytes)),
-		fmt.Sprintf("copy-on-write: %.0f%% of the nodes are new; every other node is shared with version 1",
-			data.NodesPercent),
-	)
-	return demoStep{
-		Name:      "patch",
-		Narration: fmt.Sprintf("An agent raises every price in %q by 10%%, adds a product and removes a discontinued one, in one patch.", demoCategory),
-		Lines:     lines,
-		Data:      data,
-	}, nil
 }
 
 // raise returns price increased by pct percent, rounded to cents, as the catalogue writes prices.
@@ -381,165 +597,87 @@ func raise(price json.Number, pct int64) (json.Number, error) {
 	return json.Number(r.FloatString(2)), nil
 }
 
-func (d *demo) diffStep() (demoStep, error) {
-	t := time.Now()
-	res, err := d.f.Diff(d.ctx, d.v1, d.v2, nil)
+// firstJSON is the JSON text of the first element of an array member of the answer.
+func firstJSON(a *demoAnswer, k string) string {
+	var arr []json.RawMessage
+	if json.Unmarshal([]byte(a.field(k)), &arr) != nil || len(arr) == 0 {
+		return "none"
+	}
+	return string(arr[0])
+}
+
+// jsonText shows a decoded JSON value as JSON.
+func jsonText(v any) string {
+	b, err := marshalCompact(v)
 	if err != nil {
-		return demoStep{}, fmt.Errorf("diff: %w", err)
+		return fmt.Sprint(v)
 	}
-	took := ms(time.Since(t))
-	c := res.Counts
-	summary := fmt.Sprintf("%d replaced, %d added, %d removed, %d moved, in %.1f ms", c.Replaced, c.Added, c.Removed, c.Moved, took)
-	if res.Visited > 0 {
-		summary += fmt.Sprintf(", reading %d nodes", res.Visited)
+	return string(b)
+}
+
+func lenOf(v any) int {
+	if a, ok := v.([]any); ok {
+		return len(a)
 	}
-	lines := []string{summary}
-	// Show the first two operations of each kind, in order, and say how many were left out between them.
-	shown := map[string]int{}
-	hidden := 0
-	flush := func() {
-		if hidden > 0 {
-			lines = append(lines, fmt.Sprintf("… %d more", hidden))
-			hidden = 0
+	n, _ := v.(json.Number)
+	i, _ := n.Int64()
+	return int(i)
+}
+
+// clipText shortens text to at most max runes.
+func clipText(s string, max int) string {
+	r := []rune(s)
+	if len(r) <= max {
+		return s
+	}
+	return string(r[:max]) + "…"
+}
+
+// compactArgs shows a call's arguments on one line: arrays longer than two elements show their first two and how
+// many more there are.
+func compactArgs(raw json.RawMessage) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return clipText(string(raw), 200)
+	}
+	var b strings.Builder
+	b.WriteString("{")
+	for i, k := range keysInOrder(raw) {
+		if i > 0 {
+			b.WriteString(",")
 		}
-	}
-	for _, o := range res.Operations {
-		if shown[o.Op] == 2 {
-			hidden++
+		fmt.Fprintf(&b, "%q:", k)
+		v := m[k]
+		var arr []json.RawMessage
+		if json.Unmarshal(v, &arr) == nil && len(arr) > 2 {
+			fmt.Fprintf(&b, "[%s,%s,… %d more]", arr[0], arr[1], len(arr)-2)
 			continue
 		}
-		flush()
-		shown[o.Op]++
-		lines = append(lines, describeOp(o))
+		b.Write(v)
 	}
-	flush()
-	// A diff is a patch: applied to version 1 it must give version 2, node for node.
-	back, err := d.f.Patch(d.ctx, d.v1, res.Patch())
-	if err != nil {
-		return demoStep{}, fmt.Errorf("applying the diff to version 1: %w", err)
-	}
-	if back.Root != d.v2 {
-		return demoStep{}, fmt.Errorf("applying the diff to version 1 gave root %s, not version 2's %s",
-			back.Root.Hash().Short(), d.v2.Hash().Short())
-	}
-	lines = append(lines, fmt.Sprintf("applied to version 1 as a patch, the diff gives version 2 exactly (root %s)",
-		d.v2.Hash().Short()))
-	return demoStep{
-		Name:      "diff",
-		Narration: "Diff the two versions: equal subtrees are skipped by hash; the result is an RFC 6902 patch with old values.",
-		Lines:     lines,
-		Data:      diffData{Counts: c, Operations: res.Operations, Visited: res.Visited, RoundTrip: true, Millis: took},
-	}, nil
+	b.WriteString("}")
+	return clipText(b.String(), 300)
 }
 
-// describeOp writes one diff operation on one line.
-func describeOp(o revision.DiffOp) string {
-	switch o.Op {
-	case "replace":
-		return fmt.Sprintf("replace %s  %s → %s", o.Path, clip(o.OldValue), clip(o.Value))
-	case "remove":
-		return fmt.Sprintf("remove %s  (was %s)", o.Path, clip(o.OldValue))
-	case "move", "copy":
-		return fmt.Sprintf("%s %s → %s", o.Op, o.From, o.Path)
+// keysInOrder lists the members of a JSON object in the order they are written.
+func keysInOrder(raw json.RawMessage) []string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var keys []string
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
 	}
-	return fmt.Sprintf("%s %s  %s", o.Op, o.Path, clip(o.Value))
-}
-
-// clip shortens JSON text for one line of output.
-func clip(b []byte) string {
-	const max = 60
-	if len(b) <= max {
-		return string(b)
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return keys
+		}
+		keys = append(keys, t.(string))
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return keys
+		}
 	}
-	return string(b[:max]) + "…"
-}
-
-func (d *demo) travelStep() (demoStep, error) {
-	before, err := d.read(d.v1, d.pricePtr)
-	if err != nil {
-		return demoStep{}, err
-	}
-	after, err := d.read(d.v2, d.pricePtr)
-	if err != nil {
-		return demoStep{}, err
-	}
-	gone, err := d.read(d.v1, d.removedPath+"/id")
-	if err != nil {
-		return demoStep{}, err
-	}
-	now, err := d.read(d.v2, d.removedPath+"/id")
-	if err != nil {
-		return demoStep{}, err
-	}
-	return demoStep{
-		Name:      "time-travel",
-		Narration: "Time travel: both versions stay whole and readable; version 2 did not overwrite version 1.",
-		Lines: []string{
-			fmt.Sprintf("%s in version 1 (root %s): %s", d.pricePtr, d.v1.Hash().Short(), before),
-			fmt.Sprintf("%s in version 2 (root %s): %s", d.pricePtr, d.v2.Hash().Short(), after),
-			fmt.Sprintf("%s/id in version 1: %s, the product version 2 removed; in version 2 that index holds %s",
-				d.removedPath, gone, now),
-		},
-		Data: travelData{Pointer: d.pricePtr, Before: before, After: after, RemovedPath: d.removedPath,
-			RemovedAtV1: gone, StillThereV1: !bytes.Equal(gone, now)},
-	}, nil
-}
-
-// read returns the JSON text at ptr in root.
-func (d *demo) read(root revision.Value, ptr string) (json.RawMessage, error) {
-	p, err := revision.ParsePointer(ptr)
-	if err != nil {
-		return nil, err
-	}
-	v, err := d.f.Get(d.ctx, root, p)
-	if err != nil {
-		return nil, err
-	}
-	return d.f.JSON(d.ctx, v)
-}
-
-// failedPatchStep plays a second agent that read version 1: it puts the featured product on sale at 20% off the
-// price it saw, guarding the change with a test op. The price has changed since, so nothing is applied.
-func (d *demo) failedPatchStep() (demoStep, error) {
-	old, err := d.read(d.v1, d.pricePtr)
-	if err != nil {
-		return demoStep{}, err
-	}
-	sale, err := raise(json.Number(old), -20)
-	if err != nil {
-		return demoStep{}, err
-	}
-	patchText := fmt.Sprintf(`[{"op":"test","path":%q,"value":%s},{"op":"replace","path":%q,"value":%s}]`,
-		d.pricePtr, old, d.pricePtr, sale)
-	ops, err := revision.ParsePatch([]byte(patchText))
-	if err != nil {
-		return demoStep{}, err
-	}
-	nodesBefore := d.mem.Len()
-	change, patchErr := d.f.Patch(d.ctx, d.v2, ops)
-	if patchErr == nil {
-		return demoStep{}, fmt.Errorf("the stale patch applied (new root %s); it should have failed", change.Root.Hash().Short())
-	}
-	if !errors.Is(patchErr, revision.ErrTestFailed) {
-		return demoStep{}, fmt.Errorf("the stale patch failed for the wrong reason: %w", patchErr)
-	}
-	price, err := d.read(d.v2, d.pricePtr)
-	if err != nil {
-		return demoStep{}, err
-	}
-	data := failedData{Error: patchErr.Error(), Applied: false, Root: d.v2.Hash().Short(), Price: price,
-		StoreNodesBefore: nodesBefore, StoreNodesAfter: d.mem.Len()}
-	return demoStep{
-		Name:      "failed-patch",
-		Narration: "A second agent, still looking at version 1, guards its change with a test op; the test fails, so nothing changes.",
-		Lines: []string{
-			"patch: " + patchText,
-			"refused: " + data.Error,
-			fmt.Sprintf("version 2 is still root %s; %s is still %s; the store still holds %d nodes",
-				data.Root, d.pricePtr, price, data.StoreNodesAfter),
-		},
-		Data: data,
-	}, nil
+	return keys
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

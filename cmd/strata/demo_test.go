@@ -3,51 +3,36 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/strata-db/strata/revision"
+	"time"
 )
 
 // expectedStory works out, from the dataset alone and without the engine, what the demo must report.
 type expectedStory struct {
-	raised             int    // products in demoCategory: one replace each
-	before, after      string // the featured product's price in version 1 and version 2
-	removedPath        string
-	removedID          string
-	products, orders   int
-	featuredPricePtr   string
-	featuredProductPtr string
+	raised        int    // products in demoCategory: one replace each
+	before, after string // the featured product's price before and after the agent's change
 }
 
 func expectStory(t *testing.T) expectedStory {
 	t.Helper()
 	var doc struct {
 		Products []struct {
-			ID           string      `json:"id"`
-			Category     string      `json:"category"`
-			Price        json.Number `json:"price"`
-			Discontinued bool        `json:"discontinued"`
+			Category string      `json:"category"`
+			Price    json.Number `json:"price"`
 		} `json:"products"`
-		Orders []json.RawMessage `json:"orders"`
 	}
 	if err := json.Unmarshal(catalogueJSON, &doc); err != nil {
 		t.Fatal(err)
 	}
-	e := expectedStory{products: len(doc.Products), orders: len(doc.Orders)}
-	for i, p := range doc.Products {
+	e := expectedStory{}
+	for _, p := range doc.Products {
 		if p.Category == demoCategory {
 			e.raised++
 		}
-		if e.removedPath == "" && p.Discontinued && i > demoProductIndex {
-			e.removedPath, e.removedID = fmt.Sprintf("/products/%d", i), p.ID
-		}
 	}
-	e.featuredProductPtr = fmt.Sprintf("/products/%d", demoProductIndex)
-	e.featuredPricePtr = e.featuredProductPtr + "/price"
 	e.before = string(doc.Products[demoProductIndex].Price)
 	// +10%, rounded half up to cents, in integer arithmetic.
 	c, err := strconv.Atoi(strings.Replace(e.before, ".", "", 1))
@@ -59,208 +44,200 @@ func expectStory(t *testing.T) expectedStory {
 	return e
 }
 
-// timings are the only part of the demo's text that changes from run to run.
-var timings = regexp.MustCompile(`\d+(\.\d+)? ms`)
+// demoTools are the tool calls of the story, in order.
+var demoTools = []string{
+	"read", "create_snapshot", "create_branch", "query", "patch", "update", "diff", "promote", "apply_plan",
+	"read", "read", "read", "path_history", "bisect", "revert", "apply_plan", "read",
+}
 
-func TestDemoText(t *testing.T) {
-	t.Chdir(t.TempDir())
-	e := expectStory(t)
+var (
+	demoCallRE = regexp.MustCompile(`(?m)^\d+\. .*\n   → (\S+) `)
+	// What changes from run to run: plan ids, times, durations.
+	demoPlanRE = regexp.MustCompile(`plan-[a-z0-9]+`)
+	demoTimeRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	demoMSRE   = regexp.MustCompile(`\d+(\.\d+)? ms`)
+)
 
-	var first string
-	for i := range 2 { // the demo must run again and tell the same story
-		code, out, errOut := runCLI(t, "demo")
-		if code != exitOK || errOut != "" {
-			t.Fatalf("run %d: exit %d, stderr %q\n%s", i+1, code, errOut, out)
-		}
-		if i == 0 {
-			first = out
-			continue
-		}
-		if a, b := timings.ReplaceAllString(first, "N ms"), timings.ReplaceAllString(out, "N ms"); a != b {
-			t.Errorf("the second run told a different story:\n--- first\n%s\n--- second\n%s", a, b)
-		}
+// newDemoSession is a session whose clock moves a second at each reading (the default minute would let the
+// demo's plans expire between the call that makes one and apply_plan).
+func newDemoSession(t *testing.T) *session {
+	s := newSession(t, false, nil)
+	clock := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	s.e.now = func() time.Time {
+		clock = clock.Add(time.Second)
+		return clock
 	}
-	out := first
+	return s
+}
+
+func normaliseDemo(s string) string {
+	s = demoPlanRE.ReplaceAllString(s, "plan-ID")
+	s = demoTimeRE.ReplaceAllString(s, "TIME")
+	return demoMSRE.ReplaceAllString(s, "N ms")
+}
+
+// TestDemo runs `strata demo` twice through the command line and checks the story it tells, step by step, and the
+// database it leaves.
+func TestDemo(t *testing.T) {
+	e := expectStory(t)
+	s := newDemoSession(t)
+	out := s.must("", "demo")
 	t.Log("\n" + out)
 
-	// What exists and what does not, said plainly.
-	for _, w := range []string{"in memory (store.NewMem)", "nothing is written to ./strata-data", "MCP server", "being built"} {
+	if !strings.Contains(out, `Created the database "demo"`) || strings.Contains(out, "Dropped") {
+		t.Errorf("first run: the setup does not say it created the database:\n%s", out)
+	}
+	var tools []string
+	for _, m := range demoCallRE.FindAllStringSubmatch(out, -1) {
+		tools = append(tools, m[1])
+	}
+	if got, want := strings.Join(tools, " "), strings.Join(demoTools, " "); got != want {
+		t.Fatalf("tool calls:\n got %s\nwant %s", got, want)
+	}
+	steps := splitDemoSteps(out)
+	want := map[int][]string{
+		2:  {"snapshot before-agent names revision 2"},
+		3:  {"branch agent/tent-prices at revision 2"},
+		4:  {fmt.Sprintf("%d results at revision 2", e.raised)},
+		5:  {`"operations":[{"op":"replace"`, fmt.Sprintf("(%d prices replaced)", e.raised), "on agent/tent-prices"},
+		6:  {"/discontinued", `"value":true`, "on agent/tent-prices"},
+		7:  {fmt.Sprintf("%d replaced, 0 added, 0 removed", e.raised+1)},
+		8:  {"← plan plan-", "nothing written", "confirmation required: true"},
+		9:  {"? the client asks its user: Agent \"demo-agent\" asks to apply a change to database demo: promote agent/tent-prices into main", "the person reads it and confirms", "confirmed and committed: main is at revision 5"},
+		10: {`"snapshot":"before-agent"`, "revision 2: " + e.before},
+		11: {`"revision":2`, "revision 2: " + e.before},
+		12: {"revision 5: " + e.after},
+		13: {fmt.Sprintf("revision 5 by demo-agent: %s → %s", e.before, e.after)},
+		14: {"first true at revision 5"},
+		15: {"← plan plan-", "revert of main to before-agent", "nothing written"},
+		16: {"? the client asks its user: Agent \"demo-agent\" asks to apply a change to database demo: revert", "the person reads it and confirms", "confirmed and committed: main is at revision 6"},
+		17: {"revision 6: " + e.before},
+	}
+	for n, ws := range want {
+		for _, w := range ws {
+			if !strings.Contains(steps[n], w) {
+				t.Errorf("step %d lacks %q:\n%s", n, w, steps[n])
+			}
+		}
+	}
+	// The plans' ids are used as they were given.
+	if ids := demoPlanRE.FindAllString(steps[8], -1); len(ids) == 0 || !strings.Contains(steps[9], ids[0]) {
+		t.Errorf("apply_plan does not apply the promote's plan:\n%s\n%s", steps[8], steps[9])
+	}
+	for _, w := range []string{"strata log demo", "strata diff demo before-agent main", "strata plans demo --all"} {
 		if !strings.Contains(out, w) {
-			t.Errorf("the demo does not say %q", w)
+			t.Errorf("the end does not suggest %q", w)
 		}
 	}
 
-	// The import.
-	m := regexp.MustCompile(`(\d+) products and (\d+) orders, [\d.]+ KB of JSON\n.*imported: (\d+) nodes, [\d.]+ KB raw, [\d.]+ KB stored \(S2-compressed\), in [\d.]+ ms`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatal("no import line")
-	}
-	if m[1] != strconv.Itoa(e.products) || m[2] != strconv.Itoa(e.orders) {
-		t.Errorf("import reports %s products and %s orders, want %d and %d", m[1], m[2], e.products, e.orders)
-	}
-	docNodes, _ := strconv.Atoi(m[3])
-
-	// The read.
-	if !regexp.MustCompile(regexp.QuoteMeta(e.featuredProductPtr+" →") + `\n\s+\{\n(.*\n)*?\s+"price": ` + regexp.QuoteMeta(e.before) + `,`).MatchString(out) {
-		t.Errorf("the read of %s does not show its price %s", e.featuredProductPtr, e.before)
-	}
-
-	// The patch: copy-on-write means a small fraction of the document's nodes.
-	m = regexp.MustCompile(`one patch of (\d+) operations`).FindStringSubmatch(out)
-	if m == nil || m[1] != strconv.Itoa(e.raised+2) {
-		t.Errorf("patch line %q, want %d operations", m, e.raised+2)
-	}
-	m = regexp.MustCompile(`the change stored (\d+) new nodes \([\d.]+ KB stored\); the catalogue is (\d+) nodes`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatal("no line for what the change stored")
-	}
-	changeNodes, _ := strconv.Atoi(m[1])
-	if m[2] != strconv.Itoa(docNodes) {
-		t.Errorf("the catalogue is %s nodes in one line and %d in another", m[2], docNodes)
-	}
-	if changeNodes == 0 || changeNodes*4 > docNodes {
-		t.Errorf("the change stored %d nodes of a %d-node document; copy-on-write should need at most a quarter", changeNodes, docNodes)
-	}
-	if !strings.Contains(out, "every other node is shared with version 1") {
-		t.Error("the patch step does not make the copy-on-write point")
-	}
-
-	// The diff.
-	want := fmt.Sprintf("%d replaced, 1 added, 1 removed, 0 moved", e.raised)
-	if !strings.Contains(out, want) {
-		t.Errorf("the diff does not report %q", want)
-	}
-	if !strings.Contains(out, "the diff gives version 2 exactly") {
-		t.Error("the diff was not applied back")
-	}
-
-	// Time travel.
-	for _, w := range []string{
-		e.featuredPricePtr + " in version 1 (root ",
-		"): " + e.before + "\n",
-		e.featuredPricePtr + " in version 2 (root ",
-		"): " + e.after + "\n",
-		fmt.Sprintf("%s/id in version 1: %q", e.removedPath, e.removedID),
-	} {
-		if !strings.Contains(out, w) {
-			t.Errorf("time travel does not show %q", w)
+	// The database it leaves: promoted, then reverted; the promoted state still readable.
+	log := s.must("", "log", "demo")
+	for _, w := range []string{"demo-agent", "promote", "revert", "strata demo"} {
+		if !strings.Contains(log, w) {
+			t.Errorf("strata log demo lacks %q:\n%s", w, log)
 		}
 	}
-
-	// The failed test op leaves the document as it was.
-	for _, w := range []string{
-		"refused: patch operation 0 (test): ",
-		"nothing was applied",
-		fmt.Sprintf("%s is still %s", e.featuredPricePtr, e.after),
-	} {
-		if !strings.Contains(out, w) {
-			t.Errorf("the failed patch step does not say %q", w)
-		}
+	price := fmt.Sprintf("catalogue/products/%d/price", demoProductIndex)
+	if got := s.must("", "get", "demo", price); got != e.before+"\n" {
+		t.Errorf("after the revert main has price %q, want %s", got, e.before)
 	}
-	v2 := regexp.MustCompile(`version 2 is root ([0-9a-f]{12})`).FindStringSubmatch(out)
-	still := regexp.MustCompile(`version 2 is still root ([0-9a-f]{12})`).FindStringSubmatch(out)
-	if v2 == nil || still == nil || v2[1] != still[1] {
-		t.Errorf("version 2's root %v should be unchanged after the failed patch, got %v", v2, still)
+	if got := s.must("", "get", "demo", price, "--at", "5"); got != e.after+"\n" {
+		t.Errorf("at the promotion the price is %q, want %s", got, e.after)
+	}
+	if got := s.must("", "diff", "demo", "before-agent", "main"); !strings.Contains(got, "no changes") {
+		t.Errorf("diff before-agent main after the revert: %s", got)
+	}
+	if plans := s.must("", "plans", "demo", "--all"); strings.Count(plans, "applied") != 2 {
+		t.Errorf("plans --all does not list two applied plans:\n%s", plans)
 	}
 
-	// In memory means in memory.
-	if ents, _ := os.ReadDir("."); len(ents) != 0 {
-		t.Errorf("the demo wrote %d files in the working directory", len(ents))
+	// Again: the demo's own database is made anew, and the story is the same.
+	again := s.must("", "demo")
+	if !strings.Contains(again, `Dropped the database "demo" an earlier strata demo made (6 revisions)`) {
+		t.Errorf("second run: it does not say it dropped the earlier demo database:\n%s", again)
+	}
+	story := func(s string) string { return normaliseDemo(s[strings.Index(s, "\n1. "):]) }
+	if a, b := story(out), story(again); a != b {
+		t.Errorf("the second run told a different story:\n--- first\n%s\n--- second\n%s", a, b)
+	}
+	if got := s.must("", "get", "demo", price); got != e.before+"\n" {
+		t.Errorf("after the second run main has price %q, want %s", got, e.before)
 	}
 }
 
+// splitDemoSteps returns the text of each numbered step.
+func splitDemoSteps(out string) map[int]string {
+	steps := map[int]string{}
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		if m := regexp.MustCompile(`^(\d+)\. `).FindStringSubmatch(l); m != nil {
+			n, _ = strconv.Atoi(m[1])
+		} else if l == "" {
+			n = 0
+		}
+		if n > 0 {
+			steps[n] += l + "\n"
+		}
+	}
+	return steps
+}
+
+// TestDemoJSON: --json prints the transcript as JSON lines: setup, each call with its arguments and answer, the two
+// confirmations, the end.
 func TestDemoJSON(t *testing.T) {
-	t.Chdir(t.TempDir())
 	e := expectStory(t)
-	code, out, errOut := runCLI(t, "demo", "--json")
-	if code != exitOK || errOut != "" {
-		t.Fatalf("demo --json: exit %d, stderr %q", code, errOut)
-	}
-	var tr struct {
-		Storage string `json:"storage"`
-		Coming  string `json:"coming"`
-		Steps   []struct {
-			Name      string          `json:"name"`
-			Narration string          `json:"narration"`
-			Lines     []string        `json:"lines"`
-			Data      json.RawMessage `json:"data"`
-		} `json:"steps"`
-	}
-	if err := json.Unmarshal([]byte(out), &tr); err != nil {
-		t.Fatalf("demo --json printed invalid JSON: %v\n%s", err, out)
-	}
-	data := map[string]json.RawMessage{}
-	var names []string
-	for _, s := range tr.Steps {
-		names = append(names, s.Name)
-		data[s.Name] = s.Data
-		if s.Narration == "" || len(s.Lines) == 0 {
-			t.Errorf("step %s has no narration or lines", s.Name)
+	s := newDemoSession(t)
+	out := s.must("", "demo", "--json")
+	var tools, events []string
+	var confirms int
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev demoEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("not a JSON line: %v\n%s", err, line)
+		}
+		events = append(events, ev.Event)
+		switch ev.Event {
+		case "call":
+			tools = append(tools, ev.Tool)
+			if len(ev.Arguments) == 0 || len(ev.Result) == 0 || ev.Summary == "" || ev.Narration == "" {
+				t.Errorf("call %d (%s) lacks arguments, result, summary or narration: %s", ev.Step, ev.Tool, line)
+			}
+			if ev.Step == 12 {
+				var r struct {
+					Value json.RawMessage `json:"value"`
+				}
+				if err := json.Unmarshal(ev.Result, &r); err != nil || string(r.Value) != e.after {
+					t.Errorf("step 12 read %s, want %s (exact number text)", r.Value, e.after)
+				}
+			}
+		case "confirm":
+			confirms++
+			if ev.Answer != "accept" || !strings.Contains(ev.Question, "Apply it?") {
+				t.Errorf("confirmation: %s", line)
+			}
 		}
 	}
-	if got := strings.Join(names, " "); got != "import read patch diff time-travel failed-patch" {
-		t.Fatalf("steps %q", got)
+	if got, want := strings.Join(tools, " "), strings.Join(demoTools, " "); got != want {
+		t.Fatalf("tool calls:\n got %s\nwant %s", got, want)
 	}
-	decode := func(name string, v any) {
-		t.Helper()
-		if err := json.Unmarshal(data[name], v); err != nil {
-			t.Fatalf("step %s: %v", name, err)
-		}
+	if confirms != 2 || events[0] != "setup" || events[len(events)-1] != "done" {
+		t.Errorf("events %v, %d confirmations", events, confirms)
 	}
+}
 
-	var imp importData
-	decode("import", &imp)
-	if imp.Products != uint64(e.products) || imp.Orders != uint64(e.orders) || imp.JSONBytes != len(catalogueJSON) ||
-		imp.Nodes == 0 || imp.StoredBytes == 0 || imp.StoredBytes >= imp.RawBytes {
-		t.Errorf("import %+v", imp)
+// TestDemoRefusesForeignDatabase: a "demo" database the demo did not make is left alone.
+func TestDemoRefusesForeignDatabase(t *testing.T) {
+	s := newSession(t, false, nil)
+	s.must("", "db", "create", "demo")
+	s.must(`{"mine":true}`, "import", "demo", "notes", "-")
+	out, errOut, code := s.run("", "demo")
+	if code != exitConflict || !strings.Contains(errOut, "not made by strata demo") || !strings.Contains(errOut, "--data") || strings.Contains(out, "1. ") {
+		t.Errorf("demo over someone's database: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-
-	var rd readData
-	decode("read", &rd)
-	var product map[string]json.RawMessage
-	if err := json.Unmarshal(rd.Value, &product); err != nil || string(product["price"]) != e.before {
-		t.Errorf("read %s = %s", rd.Pointer, rd.Value)
+	if got := s.must("", "get", "demo", "notes"); got != `{"mine":true}`+"\n" {
+		t.Errorf("the demo touched the database: %q", got)
 	}
-
-	var p patchData
-	decode("patch", &p)
-	if p.Operations != e.raised+2 || p.Replaced != e.raised || p.Removed != e.removedID || p.RemovedPath != e.removedPath {
-		t.Errorf("patch %+v", p)
-	}
-	if p.DocNodes != imp.Nodes || p.Nodes == 0 || p.Nodes*4 > imp.Nodes || p.StoredBytes*4 > imp.StoredBytes {
-		t.Errorf("the change stored %d nodes (%d bytes) of a %d-node (%d-byte) document; want at most a quarter",
-			p.Nodes, p.StoredBytes, imp.Nodes, imp.StoredBytes)
-	}
-
-	var d diffData
-	decode("diff", &d)
-	if want := (revision.Counts{Replaced: e.raised, Added: 1, Removed: 1}); d.Counts != want {
-		t.Errorf("diff counts %+v, want %+v", d.Counts, want)
-	}
-	if n := d.Counts.Added + d.Counts.Removed + d.Counts.Replaced + d.Counts.Moved; n != len(d.Operations) || !d.RoundTrip {
-		t.Errorf("diff counts add up to %d for %d operations (applies back: %v)", n, len(d.Operations), d.RoundTrip)
-	}
-	for _, op := range d.Operations {
-		if (op.Op == "remove" || op.Op == "replace") && op.OldValue == nil {
-			t.Errorf("diff %s %s has no old value", op.Op, op.Path)
-		}
-		if op.Op == "remove" && (op.Path != e.removedPath || !strings.Contains(string(op.OldValue), e.removedID)) {
-			t.Errorf("diff removes %s (was %.60s), want %s (%s)", op.Path, op.OldValue, e.removedPath, e.removedID)
-			break
-		}
-	}
-
-	var tt travelData
-	decode("time-travel", &tt)
-	if string(tt.Before) != e.before || string(tt.After) != e.after || !tt.StillThereV1 ||
-		string(tt.RemovedAtV1) != strconv.Quote(e.removedID) {
-		t.Errorf("time travel %+v, want %s → %s and %s still in version 1", tt, e.before, e.after, e.removedID)
-	}
-
-	var f failedData
-	decode("failed-patch", &f)
-	if f.Applied || f.StoreNodesBefore != f.StoreNodesAfter || string(f.Price) != e.after || f.Root != p.Root ||
-		!strings.Contains(f.Error, "test") {
-		t.Errorf("failed patch %+v: want nothing changed (root %s, price %s)", f, p.Root, e.after)
+	if log := s.must("", "log", "demo"); strings.Count(log, "\n") != 2 {
+		t.Errorf("the demo added revisions:\n%s", log)
 	}
 }

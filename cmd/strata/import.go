@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/strata-db/strata/revision"
@@ -41,8 +43,10 @@ stored: the output says how many new nodes and bytes the revision added.`,
 }
 
 func importResource(ctx context.Context, stdin io.Reader, w, stderr io.Writer, g *globalOptions, o *importOptions, dbName, resource, file string) error {
-	// The library's Put takes the document as bytes, so the input is read whole. (A streaming put, with a
-	// progress bar on a terminal, comes with Forest.Import behind the database.)
+	// The library's Put takes the document as bytes, so the input is read whole; on a terminal a progress bar
+	// follows the reading of an input of known size. (Streaming it into the store as it is read would need a
+	// commit that places a tree made by Forest.Import, whose nodes are written outside the commit's transaction
+	// and so could be collected by a concurrent gc before the commit refers to them.)
 	var data []byte
 	var err error
 	from := file
@@ -51,9 +55,13 @@ func importResource(ctx context.Context, stdin io.Reader, w, stderr io.Writer, g
 		if f, ok := stdin.(*os.File); ok && isTerminal(f) {
 			fmt.Fprintln(stderr, "strata: reading the JSON document from stdin; end it with Ctrl-D")
 		}
-		data, err = io.ReadAll(stdin)
+		data, err = readInput(stdin, from, stderr, g)
 	} else {
-		data, err = os.ReadFile(file)
+		var f *os.File
+		if f, err = os.Open(file); err == nil {
+			data, err = readInput(f, from, stderr, g)
+			f.Close()
+		}
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return &cliError{code: exitNotFound, err: fmt.Errorf("reading %s: %w", from, err)}
@@ -89,4 +97,51 @@ func importResource(ctx context.Context, stdin io.Reader, w, stderr io.Writer, g
 			res.NewNodes, plural(res.NewNodes), byteSize(res.NewBytes), durationText(took))
 		return printWrite(w, res, what)
 	})
+}
+
+// readInput reads the whole input. When stderr is a terminal and the input is a regular file (a file named on the
+// command line, or stdin redirected from one, but not a pipe), a progress bar on stderr shows the bytes read; it is
+// cleared when the reading ends.
+func readInput(r io.Reader, name string, stderr io.Writer, g *globalOptions) ([]byte, error) {
+	size := int64(-1)
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+	}
+	if size <= 0 || !g.env.terminal(stderr) {
+		return io.ReadAll(r)
+	}
+	bar := progressbar.NewOptions64(size,
+		progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription("reading "+name),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetRenderBlankState(true),
+	)
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	// Reads of at most 1 MiB, so that the bar moves while a big file is read (one read could take it all).
+	_, err := buf.ReadFrom(io.TeeReader(&chunkReader{r: r, max: 1 << 20}, bar))
+	if err != nil {
+		bar.Clear()
+		return nil, err
+	}
+	bar.Finish()
+	return buf.Bytes(), nil
+}
+
+// chunkReader reads at most max bytes at a time.
+type chunkReader struct {
+	r   io.Reader
+	max int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(p) > c.max {
+		p = p[:c.max]
+	}
+	return c.r.Read(p)
 }

@@ -1,7 +1,8 @@
 // Command strata is the command line for Strata, a copy-on-write, versioned JSON document store for AI agents.
 //
-// Today it offers `strata demo`, which plays the storage engine's story on an embedded catalogue, and
-// `strata version`. The rest of the command set (DESIGN.md §5) arrives with the versioned database and MCP server.
+// It is a thin adapter over the library (packages snapshots, query, mcp and audit): the commands of DESIGN.md §5,
+// the MCP servers (strata mcp over stdio, strata serve over HTTP), and strata demo, which plays an agent's session
+// through the MCP protocol on a demo database.
 package main
 
 import (
