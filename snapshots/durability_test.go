@@ -46,7 +46,11 @@ import (
 //	start                                 the child is running (the parent starts its kill timer here)
 //	ready                                 the database is open
 //	send KEY KIND BRANCH A B EH           about to submit operation KEY (see crashOp)
-//	ack KEY REV ROOTHASH [replay]         KEY committed as revision REV; ROOTHASH = sha256 of the revision's root encoding
+//	ack KEY REV ROOTHASH [plan ID] [replay]
+//	                                      KEY committed as revision REV; ROOTHASH = sha256 of the revision's root encoding
+//	                                      (a plan operation names its plan, "p-KEY")
+//	saved KEY ID BASE ROOTHASH            (plan) plan ID saved, pending, computed on head BASE, previewing root ROOTHASH
+//	approved KEY                          (plan) plan p-KEY approved; the apply comes next
 //	label KEY REV                         snapshot "s-KEY" created at REV
 //	branch KEY REV                        branch "b-KEY" created at REV
 //	same KEY REV ROOTHASH                 KEY changed nothing: no revision; REV is the head it found
@@ -78,6 +82,12 @@ import (
 //   - a write answered "unchanged" made no revision, and the head it named exists with the root it reported;
 //   - every new revision's whole document, each head's and each label's, reads back (no missing node); at the last
 //     iteration on each file, DB.Check (every revision and node) finds no problem;
+//   - plans (apply_plan, §2.4 "every consumed plan has its revision and vice versa"): every plan in the catalog
+//     belongs to a plan operation the child sent; a plan is applied if and only if a revision carries its key, and
+//     then its Revision is that revision, whose root is the plan's Root, on its branch, with its Base as parent; a
+//     plan not applied has no revision and no Revision. An in-flight apply may or may not have landed, but never
+//     half. Every acknowledged apply is applied as the acknowledged revision; every acknowledged save is there with
+//     its base and root; an acknowledged approval is not lost;
 //   - re-sending every in-flight operation with its key: if it had landed (at n) the answer is a replay of n with
 //     the same root; if not, a fresh commit (or the refusal the operation would get anyway); never a second revision
 //     with that key. Re-sending the last acknowledged key replays it.
@@ -90,6 +100,9 @@ import (
 //
 // 100 iterations by default; STRATA_LONG=1 runs 5,000 and STRATA_KILL_ITERATIONS=N runs N. STRATA_KILL_SEED repeats
 // the kill times of an earlier run (the child's own choices are random each time).
+//
+// STRATA_CRASH_BREAK=noop (the apply does not consume its plan) or =after (the plan is marked applied in a separate
+// transaction after the revision's) breaks plan applies on purpose, to see the checks catch it: the test must fail.
 
 const (
 	crashWriters = 4
@@ -97,13 +110,16 @@ const (
 	crashItems   = 200 // elements of the "items" resource (about 7 KiB, so it is stored as nodes)
 )
 
-// crashOp is one operation of the child: KIND is patch, put, revert, snap or branch.
+// crashOp is one operation of the child: KIND is patch, put, revert, snap, branch or plan.
 //
 //	patch BRANCH I V EH   replace /items/I/v with V (EH: expected head, 0 for none)
 //	put BRANCH SEED 0 0   replace the whole items resource (built from SEED)
 //	revert BRANCH R 0 0   revert BRANCH to revision R
 //	snap BRANCH 0 0 0     create snapshot "s-KEY" at the head of BRANCH
 //	branch - R 0 0        create branch "b-KEY" at revision R
+//	plan BRANCH I V 0     apply_plan of the patch of "patch BRANCH I V": a dry run, plan "p-KEY" saved (base = the
+//	                      head the dry run saw, root = its preview) and approved, then the patch committed with
+//	                      ExpectedHead = base and ConsumePlan in its transaction (see crashOp.applyPlan)
 type crashOp struct {
 	Key, Kind, Branch string
 	A, B              int64
@@ -127,7 +143,61 @@ func parseCrashOp(f []string) (crashOp, error) {
 	return crashOp{Key: f[1], Kind: f[2], Branch: f[3], A: a, B: b, EH: eh}, nil
 }
 
-func (o crashOp) commits() bool { return o.Kind == "patch" || o.Kind == "put" || o.Kind == "revert" }
+func (o crashOp) commits() bool {
+	return o.Kind == "patch" || o.Kind == "put" || o.Kind == "revert" || o.Kind == "plan"
+}
+
+// crashBreak breaks plan applies on purpose (see STRATA_CRASH_BREAK above); empty in a normal run.
+var crashBreak = os.Getenv("STRATA_CRASH_BREAK")
+
+// applyPlan carries out a plan operation: it finds plan p-KEY, or makes it (dry run, save), approves it if it is
+// pending, and applies it. Re-sent after a kill, it continues from the plan's state in the file: an applied plan's
+// apply is replayed by its idempotency key; a plan whose base is no longer the head gets a conflict. note receives
+// the "saved" and "approved" lines.
+func (o crashOp) applyPlan(ctx context.Context, db *DB, p []revision.Operation, note func(string)) (*Result, error) {
+	id := "p-" + o.Key
+	pl, err := db.GetPlan(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		dry, err := db.Patch(ctx, "items", p, WriteOptions{Branch: o.Branch, IdempotencyKey: o.Key, DryRun: true})
+		if err != nil || dry.Preview == nil {
+			return dry, err // refused, replayed (a revision with this key and no plan: the checks report it) or no-op
+		}
+		now := db.Now()
+		pl = Plan{ID: id, Principal: "crash", Tool: "patch", Branch: o.Branch, Base: dry.Preview.Base.Rev.Number,
+			Root: []byte(dry.Preview.RootEncoding()), Summary: o.String(), Created: now, Expires: now.Add(time.Hour),
+			State: PlanPending}
+		if err := db.SavePlan(ctx, pl); err != nil {
+			return nil, err
+		}
+		note(fmt.Sprintf("saved %s %s %d %s", o.Key, id, pl.Base, rootHash(pl.Root)))
+	} else if err != nil {
+		return nil, err
+	}
+	if pl.State == PlanPending {
+		if pl, err = db.DecidePlan(ctx, id, true, "operator", ""); err != nil {
+			return nil, err
+		}
+		note("approved " + o.Key)
+	}
+	w := WriteOptions{Branch: pl.Branch, ExpectedHead: pl.Base, IdempotencyKey: o.Key, Message: o.Key, Author: "crash",
+		Tool: "apply_plan", InTx: db.ConsumePlan(id, "crash", "")}
+	if crashBreak != "" {
+		w.InTx = nil
+	}
+	res, err := db.Patch(ctx, "items", p, w)
+	if crashBreak == "after" && err == nil && !res.Replayed && !res.Unchanged {
+		st, err := db.Resolve(ctx, Ref{Revision: res.Revision})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := db.catalogOp(ctx, func(tx store.CatalogTx, _ time.Time) (any, error) {
+			return nil, db.consume(tx, id, "crash", "", res.Revision, st.Rev.Root)
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return res, err
+}
 
 func crashItemsJSON(seed int64) []byte {
 	var b bytes.Buffer
@@ -147,8 +217,9 @@ func rootHash(root []byte) string {
 	return hex.EncodeToString(h[:8])
 }
 
-// do carries out the operation and returns its outcome line (without the newline).
-func (o crashOp) do(ctx context.Context, db *DB) string {
+// do carries out the operation and returns its outcome line (without the newline); note receives the lines a
+// plan operation prints on its way.
+func (o crashOp) do(ctx context.Context, db *DB, note func(string)) string {
 	w := WriteOptions{Branch: o.Branch, ExpectedHead: o.EH, IdempotencyKey: o.Key, Message: o.Key, Author: "crash", Tool: o.Kind}
 	var res *Result
 	var err error
@@ -159,6 +230,12 @@ func (o crashOp) do(ctx context.Context, db *DB) string {
 			return "fatal " + perr.Error()
 		}
 		res, err = db.Patch(ctx, "items", p, w)
+	case "plan":
+		p, perr := revision.ParsePatch([]byte(fmt.Sprintf(`[{"op":"replace","path":"/%d/v","value":%d}]`, o.A, o.B)))
+		if perr != nil {
+			return "fatal " + perr.Error()
+		}
+		res, err = o.applyPlan(ctx, db, p, note)
 	case "put":
 		res, err = db.Put(ctx, "items", crashItemsJSON(o.A), w)
 	case "revert":
@@ -196,6 +273,9 @@ func (o crashOp) do(ctx context.Context, db *DB) string {
 		return fmt.Sprintf("same %s %d %s", o.Key, res.Revision, rootHash(st.Rev.Root))
 	}
 	line := fmt.Sprintf("ack %s %d %s", o.Key, res.Revision, rootHash(st.Rev.Root))
+	if o.Kind == "plan" {
+		line += " plan p-" + o.Key
+	}
 	if res.Replayed {
 		line += " replay"
 	}
@@ -253,7 +333,7 @@ func crashChild(path, prefix, mode string) {
 	emit("ready")
 	run := func(op crashOp) string {
 		emit(op.String())
-		out := op.do(ctx, db)
+		out := op.do(ctx, db, emit)
 		emit(out)
 		if strings.HasPrefix(out, "fatal") {
 			os.Exit(3)
@@ -264,6 +344,13 @@ func crashChild(path, prefix, mode string) {
 	run(crashOp{Key: "setup-items", Kind: "put", Branch: Main, A: 0})
 	if out := run(crashOp{Key: "setup-side", Kind: "branch", Branch: "-", A: 0}); strings.HasPrefix(out, "fail") {
 		fatal("%s", out)
+	}
+	// A branch per writer where only its plans commit: on a shared branch most applies would find their base moved
+	// by the other writers (they still go there a quarter of the time, for refused applies).
+	for w := 0; w < crashWriters; w++ {
+		if out := run(crashOp{Key: fmt.Sprintf("setup-plans-w%d", w), Kind: "branch", Branch: "-", A: 0}); strings.HasPrefix(out, "fail") {
+			fatal("%s", out)
+		}
 	}
 	var wg sync.WaitGroup
 	for w := 0; w < crashWriters; w++ {
@@ -284,19 +371,24 @@ func crashChild(path, prefix, mode string) {
 					return st.Rev.Number
 				}
 				switch k := r.IntN(100); {
-				case k < 55:
+				case k < 45:
 					op.Kind, op.A, op.B = "patch", int64(r.IntN(crashItems)), r.Int64N(1e9)
 					if k < 15 {
 						op.EH = head()
 					}
-				case k < 60:
+				case k < 50:
 					op.Kind, op.A = "put", int64(seq+1)
-				case k < 75:
+				case k < 63:
 					op.Kind, op.A = "revert", 1+r.Int64N(int64(head()))
-				case k < 92:
+				case k < 77:
 					op.Kind = "snap"
-				default:
+				case k < 85:
 					op.Kind, op.Branch, op.A = "branch", "-", 1+r.Int64N(int64(head()))
+				default:
+					op.Kind, op.A, op.B = "plan", int64(r.IntN(crashItems)), r.Int64N(1e9)
+					if r.IntN(4) > 0 {
+						op.Branch = fmt.Sprintf("b-setup-plans-w%d", w)
+					}
 				}
 				run(op)
 			}
@@ -321,6 +413,14 @@ type crashState struct {
 	revs      []store.RevisionRecord // every revision, as of the last check
 	same      map[string]sameAnswer  // commit key → the head named by an "unchanged" answer
 	earlyLost map[string]bool        // "unchanged" answers whose head never became durable (reported once)
+	planSaved map[string]savedPlan   // plan operation key → its plan, as acknowledged saved
+	approved  map[string]bool        // plan operation key → its plan's approval was acknowledged
+}
+
+// savedPlan is a plan as its save was acknowledged: its base and the hash of its root.
+type savedPlan struct {
+	base uint64
+	root string
 }
 
 // sameAnswer is an answer saying that a write changed nothing: the head it named (hash "" if it was not readable).
@@ -332,6 +432,7 @@ type sameAnswer struct {
 type crashStats struct {
 	iterations, acks, labels, branches, inFlight, landedUnacked, maxLandedUnacked, replays, killedBeforeReady int
 	same, early, earlyLost                                                                                    int
+	plansSaved, planAcks, planApplyKilled, planApplyLanded                                                    int
 	revisions                                                                                                 uint64
 	childTime, checkTime                                                                                      time.Duration
 	modes                                                                                                     map[string]int
@@ -359,7 +460,8 @@ func TestKillNine(t *testing.T) {
 		if it%crashEpoch == 0 {
 			st = &crashState{path: filepath.Join(dir, fmt.Sprintf("crash%d%s", it/crashEpoch, Ext)), sent: map[string]crashOp{},
 				acked: map[string]uint64{}, ackRoot: map[string]string{}, labels: map[string]uint64{}, branches: map[string]uint64{},
-				refused: map[string]bool{}, roots: map[uint64][]byte{}, readBack: map[uint64]bool{}, same: map[string]sameAnswer{}, earlyLost: map[string]bool{}}
+				refused: map[string]bool{}, roots: map[uint64][]byte{}, readBack: map[uint64]bool{}, same: map[string]sameAnswer{}, earlyLost: map[string]bool{},
+				planSaved: map[string]savedPlan{}, approved: map[string]bool{}}
 		}
 		mode := "bolt"
 		if it%3 == 2 {
@@ -392,6 +494,8 @@ func TestKillNine(t *testing.T) {
 		stats.acks, stats.replays, stats.labels, stats.branches, stats.revisions)
 	t.Logf("answered unchanged (no revision): %d; of those, naming a head not yet readable: %d, and never durable: %d",
 		stats.same+stats.early, stats.early, stats.earlyLost)
+	t.Logf("plans: %d saved, %d applies acknowledged; killed during an approved plan's apply: %d, of which landed: %d",
+		stats.plansSaved, stats.planAcks, stats.planApplyKilled, stats.planApplyLanded)
 	t.Logf("killed before the database was open: %d; operations in flight at the kill: %d; of those, landed without an "+
 		"acknowledgement: %d (at most %d at one kill)", stats.killedBeforeReady, stats.inFlight, stats.landedUnacked, stats.maxLandedUnacked)
 }
@@ -478,6 +582,14 @@ func (st *crashState) absorb(t *testing.T, it int, lines []string, stats *crashS
 			}
 			st.sent[op.Key] = op
 			pending[op.Key] = op
+		case "saved", "approved":
+			if len(f) < 2 || pending[f[1]].Kind != "plan" {
+				t.Fatalf("%q for no plan operation in flight", line)
+			}
+			if f[0] == "saved" {
+				stats.plansSaved++
+			}
+			st.progress(t, line)
 		case "ack", "same", "early", "label", "branch", "conflict", "fail":
 			if len(f) < 3 {
 				t.Fatalf("bad line %q", line)
@@ -492,6 +604,9 @@ func (st *crashState) absorb(t *testing.T, it int, lines []string, stats *crashS
 			switch f[0] {
 			case "ack":
 				stats.acks++
+				if op.Kind == "plan" {
+					stats.planAcks++
+				}
 				if strings.HasSuffix(line, " replay") {
 					stats.replays++
 				}
@@ -515,13 +630,31 @@ func (st *crashState) absorb(t *testing.T, it int, lines []string, stats *crashS
 	return pending
 }
 
+// progress records a line a plan operation prints before its outcome ("saved", "approved").
+func (st *crashState) progress(t *testing.T, line string) {
+	t.Helper()
+	f := strings.Fields(line)
+	switch {
+	case f[0] == "saved" && len(f) == 5 && f[2] == "p-"+f[1]:
+		base, err := strconv.ParseUint(f[3], 10, 64)
+		if err != nil {
+			t.Fatalf("bad line %q", line)
+		}
+		st.planSaved[f[1]] = savedPlan{base, f[4]}
+	case f[0] == "approved" && len(f) == 2:
+		st.approved[f[1]] = true
+	default:
+		t.Fatalf("bad line %q", line)
+	}
+}
+
 // outcome records the answer to op given by line (from the child or from a retry in the parent).
 func (st *crashState) outcome(t *testing.T, op crashOp, line string) {
 	t.Helper()
 	f := strings.Fields(line)
 	switch f[0] {
 	case "ack":
-		if !op.commits() || len(f) < 4 {
+		if !op.commits() || len(f) < 4 || (op.Kind == "plan") != (len(f) > 5 && f[4] == "plan" && f[5] == "p-"+op.Key) {
 			t.Fatalf("bad acknowledgement %q for %v", line, op)
 		}
 		n, _ := strconv.ParseUint(f[2], 10, 64)
@@ -590,7 +723,16 @@ func crashCheck(t *testing.T, st *crashState, inFlight map[string]crashOp, stats
 	sort.Strings(keys)
 	for _, k := range keys {
 		op := inFlight[k]
-		out := op.do(ctx, db)
+		if op.Kind == "plan" {
+			// Killed during the apply of an approved plan (the apply landed or not, never half: crashInvariants).
+			if _, ok := keyRev[k]; ok {
+				stats.planApplyKilled++
+				stats.planApplyLanded++
+			} else if st.approved[k] {
+				stats.planApplyKilled++
+			}
+		}
+		out := op.do(ctx, db, func(line string) { st.progress(t, line) })
 		f := strings.Fields(out)
 		landed, hasLanded := keyRev[k]
 		switch {
@@ -629,8 +771,11 @@ func crashCheck(t *testing.T, st *crashState, inFlight map[string]crashOp, stats
 	}
 	// Re-sending the last acknowledged key replays it.
 	if k := st.lastAck; k != "" {
-		out := st.sent[k].do(ctx, db)
+		out := st.sent[k].do(ctx, db, func(line string) { t.Errorf("replaying %s: %q", k, line) })
 		want := fmt.Sprintf("ack %s %d %s replay", k, st.acked[k], st.ackRoot[k])
+		if st.sent[k].Kind == "plan" {
+			want = fmt.Sprintf("ack %s %d %s plan p-%s replay", k, st.acked[k], st.ackRoot[k], k)
+		}
 		if out != want {
 			t.Errorf("re-sent the last acknowledged key: got %q, want %q", out, want)
 		}
@@ -826,6 +971,8 @@ func crashInvariants(t *testing.T, db *DB, st *crashState, inFlight map[string]c
 			t.Errorf("acknowledged revision %d (%s) has another root", n, k)
 		}
 	}
+	// Plans (§2.4): every consumed plan has its revision and vice versa.
+	crashPlans(t, db, st, revs, keyRev)
 	// A write answered "unchanged" made no revision, and the head it named is there, unchanged.
 	for k, a := range st.same {
 		if n, ok := keyRev[k]; ok {
@@ -948,6 +1095,75 @@ func crashInvariants(t *testing.T, db *DB, st *crashState, inFlight map[string]c
 	}
 	st.checked = uint64(len(revs))
 	return keyRev
+}
+
+// crashPlans checks the plans in the catalog against the revisions (revs[n-1] is revision n; keyRev maps each key to
+// the revision carrying it) and against what the child acknowledged.
+func crashPlans(t *testing.T, db *DB, st *crashState, revs []store.RevisionRecord, keyRev map[string]uint64) {
+	t.Helper()
+	plans, err := db.Plans(context.Background())
+	if err != nil {
+		t.Fatalf("reading the plans: %v", err)
+	}
+	have := map[string]Plan{} // plan operation key → its plan
+	for _, p := range plans {
+		k, _ := strings.CutPrefix(p.ID, "p-")
+		if op, ok := st.sent[k]; !ok || op.Kind != "plan" || p.ID != "p-"+k {
+			t.Errorf("plan %s belongs to no plan operation the child sent", p.ID)
+			continue
+		}
+		have[k] = p
+		n, landed := keyRev[k]
+		switch p.State {
+		case PlanApplied:
+			switch {
+			case !landed:
+				t.Errorf("plan %s is applied as revision %d, but no revision carries its key (%d revisions)", p.ID, p.Revision, len(revs))
+			case p.Revision != n:
+				t.Errorf("plan %s is applied as revision %d, but its key is on revision %d", p.ID, p.Revision, n)
+			case !bytes.Equal(revs[n-1].Root, p.Root):
+				t.Errorf("plan %s: revision %d has another root than the plan previewed", p.ID, n)
+			case revs[n-1].Branch != p.Branch || len(revs[n-1].Parents) == 0 || revs[n-1].Parents[0] != p.Base:
+				t.Errorf("plan %s on %s at %d: revision %d is on %s with parents %v", p.ID, p.Branch, p.Base, n, revs[n-1].Branch, revs[n-1].Parents)
+			}
+		case PlanPending, PlanApproved:
+			if landed {
+				t.Errorf("plan %s is %s, yet revision %d carries its key: committed without consuming the plan", p.ID, p.State, n)
+			}
+			if p.Revision != 0 {
+				t.Errorf("plan %s is %s with revision %d", p.ID, p.State, p.Revision)
+			}
+			if p.State == PlanPending && st.approved[k] {
+				t.Errorf("plan %s: its approval was acknowledged, it is pending again", p.ID)
+			}
+		default:
+			t.Errorf("plan %s is %s; nobody rejects plans here", p.ID, p.State)
+		}
+		if s, ok := st.planSaved[k]; ok && (s.base != p.Base || s.root != rootHash(p.Root)) {
+			t.Errorf("plan %s was saved at base %d with root %s; the file has %d and %s", p.ID, s.base, s.root, p.Base, rootHash(p.Root))
+		}
+	}
+	for k := range st.planSaved {
+		if _, ok := have[k]; !ok {
+			t.Errorf("plan p-%s was saved (acknowledged), the file has no such plan", k)
+		}
+	}
+	for k, n := range keyRev {
+		if st.sent[k].Kind != "plan" {
+			continue
+		}
+		if p, ok := have[k]; !ok || p.State != PlanApplied || p.Revision != n {
+			t.Errorf("revision %d applies plan p-%s, which is not applied as it (found %v: %s, revision %d)", n, k, ok, p.State, p.Revision)
+		}
+		if a, ok := st.acked[k]; ok && a != n {
+			t.Errorf("apply of plan p-%s acknowledged as revision %d, its key is on %d", k, a, n)
+		}
+	}
+	for k, n := range st.acked {
+		if _, ok := keyRev[k]; !ok && st.sent[k].Kind == "plan" {
+			t.Errorf("apply of plan p-%s acknowledged as revision %d: no revision carries its key", k, n)
+		}
+	}
 }
 
 // ---------------------------------------------------------------------------------------------------------------
