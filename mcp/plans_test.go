@@ -358,3 +358,49 @@ func TestPlanForgedConfirmation(t *testing.T) {
 		t.Fatal("a forged confirmation wrote")
 	}
 }
+
+// TestPlanDeletes: deleting a branch or snapshot someone else created is a plan; applied once approved, it deletes
+// the name only if it still points where it did.
+func TestPlanDeletes(t *testing.T) {
+	h := newHarness(t, Config{Writes: WritesOn, Principal: "agent-1"})
+	h.ok("create_database", `{"database":"shop"}`)
+	ctx := context.Background()
+	db, err := h.dir.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateBranch(ctx, "alices", snapshots.Ref{}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateSnapshot(ctx, "release", snapshots.Ref{}, "", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	r := h.ok("delete_branch", `{"database":"shop","name":"alices"}`)
+	id := r.str("plan_id")
+	if id == "" || !strings.Contains(r.summary, "delete branch alices") {
+		t.Fatalf("delete_branch of another's branch: %s", r.text)
+	}
+	snap := h.ok("delete_snapshot", `{"database":"shop","name":"release"}`).str("plan_id")
+	h.decide(id, true, "")
+	h.decide(snap, true, "")
+	// The branch moved after the plan: PLAN_CHANGED, and it stays.
+	if _, err := db.Put(ctx, "x", []byte(`1`), snapshots.WriteOptions{Branch: "alices"}); err != nil {
+		t.Fatal(err)
+	}
+	h.fail("apply_plan", `{"plan_id":"`+id+`"}`, codePlanChanged)
+	if r := h.ok("list_branches", `{"database":"shop"}`); !strings.Contains(string(r.data), `"alices"`) {
+		t.Fatal("a stale delete plan deleted the branch")
+	}
+	a := h.ok("apply_plan", `{"plan_id":"`+snap+`"}`)
+	if a.str("snapshot") != "release" || a.str("plan_id") != snap {
+		t.Fatalf("apply of the snapshot delete: %s", a.data)
+	}
+	if r := h.ok("list_snapshots", `{"database":"shop"}`); strings.Contains(string(r.data), `"release"`) {
+		t.Fatal("the snapshot is still there")
+	}
+	// One's own branch is deleted at once.
+	h.ok("create_branch", `{"database":"shop","name":"mine"}`)
+	if r := h.ok("delete_branch", `{"database":"shop","name":"mine"}`); r.str("plan_id") != "" {
+		t.Fatalf("deleting one's own branch made a plan: %s", r.data)
+	}
+}
