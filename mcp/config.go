@@ -165,7 +165,7 @@ Work safely:
 1. Read first: list_databases, list_resources, read (with max_depth and limit for big values), history, status (what you may do here).
 2. Branch: create_branch, then make your changes there with branch=NAME. Pass expected_head (the head you read) so that a concurrent change is reported as CONFLICT instead of being overwritten, and an idempotency_key so that a retried write does not commit twice.
 3. Diff: show the change with diff (from_branch=main, to_branch=NAME) before anything reaches a protected branch.
-4. Promote: promote the branch into main when the change is right. Changes to protected branches (main by default) may need a confirmation: you then get CONFIRMATION_REQUIRED, and nothing is written.
+4. Promote: promote the branch into main when the change is right. A change to a protected branch (main by default) may need a person's confirmation: you then get a plan (plan_id, a preview of the change, what it removes and overwrites) and nothing is written. Call apply_plan with the plan_id: the user is asked to confirm through your client when it can ask, or a person approves the plan out of band; until then apply_plan answers CONFIRMATION_REQUIRED. Never try to get around a refusal: DENIED means the operator disabled it.
 
 Any earlier state can be read (revision, snapshot, or branch with at), compared (diff), restored (restore) or returned to (revert).
 

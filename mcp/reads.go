@@ -310,6 +310,7 @@ type statusOut struct {
 	ProtectedBranches []string  `json:"protected_branches"`
 	Principal         string    `json:"principal"`
 	Limits            limitsOut `json:"limits"`
+	Policy            Policy    `json:"policy"`
 	Tools             []string  `json:"tools"`
 }
 
@@ -318,7 +319,10 @@ type limitsOut struct {
 }
 
 func statusSchema() schema {
-	return outputSchema("The server and what this caller may do.", []string{"server", "version", "writes", "writes_meaning", "protected_branches", "principal", "limits", "tools"},
+	decision := func(class, what string) prop {
+		return prop{class, schema{"type": "string", "enum": []string{Allow, Ask, Deny}, "description": what + ": allow (runs), ask (answers a plan a person must confirm) or deny"}}
+	}
+	return outputSchema("The server and what this caller may do.", []string{"server", "version", "writes", "writes_meaning", "protected_branches", "principal", "limits", "policy", "tools"},
 		prop{"server", strS("the server name: strata")},
 		prop{"version", strS("the server version")},
 		prop{"writes", schema{"type": "string", "enum": []string{WritesOff, WritesBranches, WritesOn}, "description": "the write mode the operator chose"}},
@@ -327,6 +331,10 @@ func statusSchema() schema {
 		prop{"principal", strS("who you are here: recorded as the author of your revisions")},
 		prop{"limits", closedObject("limits that arguments cannot raise", []string{"max_output_chars"},
 			prop{"max_output_chars", intS("the most characters of JSON one answer holds; longer answers are cut, with a cursor to continue")})},
+		prop{"policy", closedObject("what the operator lets you do, by class of call", []string{"read", "write", "protected", "admin"},
+			decision("read", "reads"), decision("write", "changes on branches that are not protected"),
+			decision("protected", "changes to protected branches, and deleting branches or snapshots others created"),
+			decision("admin", "creating databases"))},
 		prop{"tools", strArrS("the tools you may call", "a tool name")})
 }
 
@@ -334,7 +342,7 @@ func status(_ context.Context, c *call) (string, any, error) {
 	s := c.s
 	out := statusOut{Server: "strata", Version: s.cfg.Version, Writes: s.cfg.Writes, WritesMeaning: modeText(s.cfg.Writes),
 		ProtectedBranches: s.cfg.Protected, Principal: s.cfg.Principal,
-		Limits: limitsOut{MaxOutputChars: s.cfg.MaxOutputChars}, Tools: s.toolNames()}
+		Limits: limitsOut{MaxOutputChars: s.cfg.MaxOutputChars}, Policy: s.cfg.Policy, Tools: s.toolNames()}
 	return fmt.Sprintf("strata %s, writes %s: %s.", s.cfg.Version, s.cfg.Writes, modeText(s.cfg.Writes)), out, nil
 }
 
