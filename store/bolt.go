@@ -226,11 +226,8 @@ func (b *Bolt) init() error {
 		if err := meta.Put(metaCreated, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 			return err
 		}
-		// The nodes bucket keeps the default FillPercent (0.5). Its keys are SHA-256 hashes, so inserts land
-		// uniformly across the key space, not at the end: every leaf keeps receiving keys, and a page split at
-		// 100% fill would leave full pages that must split again on the next insert into them (more page writes
-		// per commit, and pages end half full anyway). A high FillPercent only pays for append-only keys, such as
-		// big-endian revision numbers (the revs bucket).
+		// The nodes bucket keeps the default FillPercent (0.5) for ordinary commits: its keys are SHA-256
+		// hashes, so inserts land uniformly across the key space. Bulk puts fill their pages (see bulkFill).
 		_, err = tx.CreateBucket(bucketNodes)
 		return err
 	})
@@ -516,6 +513,9 @@ func encodeNodes(ctx context.Context, nodes []Node) ([][]byte, error) {
 // sequence counts its nodes, so that Stats need not walk the bucket; it lives in the bucket's header, which the
 // commit rewrites anyway.
 func putEncoded(bk *bolt.Bucket, nodes []Node, stored [][]byte) (PutStats, error) {
+	if len(nodes) >= bulkNodes {
+		bk.FillPercent = bulkFill
+	}
 	var st PutStats
 	for i, n := range nodes {
 		if bk.Get(n.Hash[:]) != nil { // present, or earlier in this batch
@@ -533,6 +533,16 @@ func putEncoded(bk *bolt.Bucket, nodes []Node, stored [][]byte) (PutStats, error
 	}
 	return st, nil
 }
+
+// A bulk put (an import: hundreds of new nodes in one transaction) fills its pages. bbolt splits the nodes it
+// spills at commit to FillPercent of a page, and at the default 0.5 a freshly imported tree would sit in half-empty
+// pages for good: at n = 1,000,000 the file held 0.44 bytes per byte of JSON, against 0.27 with full pages, for
+// the same bytes written per later single-field commit (93 KB, measured with /proc/self/io). Small commits keep the
+// default: their keys land at random among existing pages.
+const (
+	bulkNodes = 64
+	bulkFill  = 0.95
+)
 
 // BoltStats describes a Bolt database.
 type BoltStats struct {
