@@ -3,12 +3,15 @@ package revision
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
 
 	"github.com/strata-db/strata/revision/internal/codec"
+	"github.com/strata-db/strata/store"
 	"github.com/wI2L/jsondiff"
+	"github.com/zeebo/xxh3"
 )
 
 // DiffOptions bounds a diff. The zero value means no limit on operations and the default work cap.
@@ -60,6 +63,16 @@ type differ struct {
 	opts    DiffOptions
 	res     *DiffResult
 	visited map[[32]byte]bool
+
+	// scratch of anchorsOf, reused from call to call
+	anchorTab   []int32
+	anchorSeen  []anchorSeen
+	anchorMatch []int32
+	anchorPairs [][2]int
+	lisTails    []int
+	lisPrev     []int
+	// the two runs trim works on (trim does not recurse)
+	trimA, trimB side
 }
 
 var errTruncated = fmt.Errorf("%w: diff truncated", ErrLimit)
@@ -230,36 +243,39 @@ func marshalExact(v any) (json.RawMessage, error) {
 func (r *reader) materializeExact(enc string) (any, error) { return r.materializeAs(enc, true) }
 
 // item is a piece of a container during a diff: either a subtree (a child reference, not yet read) or one entry.
+// It is small (48 bytes) and points into the node it came from, which is immutable, so runs of items are cheap to
+// build and copy.
 type item struct {
-	isEntry bool
-	level   int // level of the referenced node (children only)
-	child   codec.Child
-	key     string // entries of objects
-	val     string // entries
+	child *codec.Child // the subtree; nil for an entry
+	level int          // level of the referenced node (children only)
+	key   string       // entries of objects
+	val   string       // entries
 }
 
+func (it item) isEntry() bool { return it.child == nil }
+
 func (it item) count() uint64 {
-	if it.isEntry {
+	if it.child == nil {
 		return 1
 	}
 	return it.child.Count
 }
 
 func (it item) rank() int {
-	if it.isEntry {
+	if it.child == nil {
 		return -1
 	}
 	return it.level
 }
 
 func (it item) same(o item) bool {
-	if it.isEntry != o.isEntry {
+	if (it.child == nil) != (o.child == nil) {
 		return false
 	}
-	if it.isEntry {
+	if it.child == nil {
 		return it.key == o.key && it.val == o.val
 	}
-	return it.child.Hash == o.child.Hash
+	return it.child == o.child || it.child.Hash == o.child.Hash
 }
 
 // items returns the top-level pieces of a container.
@@ -269,7 +285,7 @@ func (d *differ) items(v Value) ([]item, error) {
 		if err != nil {
 			return nil, err
 		}
-		return entryItems(es), nil
+		return appendEntryItems(make([]item, 0, len(es)), es), nil
 	}
 	n, err := d.r.root(v)
 	if err != nil {
@@ -277,30 +293,37 @@ func (d *differ) items(v Value) ([]item, error) {
 	}
 	ref, _ := v.ref()
 	d.visited[ref.Hash] = true
-	return nodeItems(n), nil
+	return appendNodeItems(make([]item, 0, n.Len()), n), nil
 }
 
-func entryItems(es []codec.Entry) []item {
-	out := make([]item, len(es))
-	for i, e := range es {
-		out[i] = item{isEntry: true, key: e.Key, val: e.Val}
+func appendEntryItems(out []item, es []codec.Entry) []item {
+	for _, e := range es {
+		out = append(out, item{key: e.Key, val: e.Val})
 	}
 	return out
 }
 
-func nodeItems(n *codec.Node) []item {
+func appendNodeItems(out []item, n *codec.Node) []item {
 	if n.Level == 0 {
-		return entryItems(n.Entries)
+		return appendEntryItems(out, n.Entries)
 	}
-	out := make([]item, len(n.Children))
-	for i, c := range n.Children {
-		out[i] = item{level: n.Level - 1, child: c}
+	for i := range n.Children {
+		out = append(out, item{child: &n.Children[i], level: n.Level - 1})
 	}
 	return out
 }
 
-// expand replaces a child item by the pieces of its node.
-func (d *differ) expand(it item) ([]item, error) {
+// nodeItem returns piece i of node n.
+func nodeItem(n *codec.Node, i int) item {
+	if n.Level == 0 {
+		e := &n.Entries[i]
+		return item{key: e.Key, val: e.Val}
+	}
+	return item{child: &n.Children[i], level: n.Level - 1}
+}
+
+// open reads the node of a child item.
+func (d *differ) open(it item) (*codec.Node, error) {
 	n, err := d.r.node(it.child.Hash)
 	if err != nil {
 		return nil, err
@@ -309,12 +332,126 @@ func (d *differ) expand(it item) ([]item, error) {
 		return nil, fmt.Errorf("corrupt tree: node at level %d where %d was expected", n.Level, it.level)
 	}
 	d.visited[it.child.Hash] = true
-	return nodeItems(n), nil
+	return n, nil
+}
+
+// side is one run of pieces consumed from both ends, whose end pieces are opened in place: opening an end piece
+// puts its node in as a frame instead of copying the rest of the run, so trimming equal pieces costs only the
+// pieces looked at, and only what is left in the end is copied (flat).
+type side struct {
+	fr []runFrame // in order; none is empty
+}
+
+// runFrame is a window [lo, hi) of a run (n == nil) or of an opened node's pieces.
+type runFrame struct {
+	items  []item
+	n      *codec.Node
+	lo, hi int
+}
+
+func (f *runFrame) at(i int) item {
+	if f.n == nil {
+		return f.items[i]
+	}
+	return nodeItem(f.n, i)
+}
+
+func (f *runFrame) appendTo(out []item) []item {
+	if f.n == nil {
+		return append(out, f.items[f.lo:f.hi]...)
+	}
+	for i := f.lo; i < f.hi; i++ {
+		out = append(out, nodeItem(f.n, i))
+	}
+	return out
+}
+
+func (s *side) init(q []item) {
+	s.fr = s.fr[:0]
+	if len(q) > 0 {
+		s.fr = append(s.fr, runFrame{items: q, hi: len(q)})
+	}
+}
+
+func (s *side) empty() bool { return len(s.fr) == 0 }
+
+func (s *side) front() item { return s.fr[0].at(s.fr[0].lo) }
+
+func (s *side) back() item {
+	f := &s.fr[len(s.fr)-1]
+	return f.at(f.hi - 1)
+}
+
+func (s *side) popFront() {
+	f := &s.fr[0]
+	f.lo++
+	if f.lo == f.hi {
+		copy(s.fr, s.fr[1:])
+		s.fr = s.fr[:len(s.fr)-1]
+	}
+}
+
+func (s *side) popBack() {
+	f := &s.fr[len(s.fr)-1]
+	f.hi--
+	if f.lo == f.hi {
+		s.fr = s.fr[:len(s.fr)-1]
+	}
+}
+
+// openFront replaces the first piece by the pieces of its node.
+func (s *side) openFront(d *differ) error {
+	n, err := d.open(s.front())
+	if err != nil {
+		return err
+	}
+	s.popFront()
+	if n.Len() > 0 {
+		s.fr = append(s.fr, runFrame{})
+		copy(s.fr[1:], s.fr)
+		s.fr[0] = runFrame{n: n, hi: n.Len()}
+	}
+	return nil
+}
+
+// openBack replaces the last piece by the pieces of its node.
+func (s *side) openBack(d *differ) error {
+	n, err := d.open(s.back())
+	if err != nil {
+		return err
+	}
+	s.popBack()
+	if n.Len() > 0 {
+		s.fr = append(s.fr, runFrame{n: n, hi: n.Len()})
+	}
+	return nil
+}
+
+// flat returns the pieces left, as one run.
+func (s *side) flat() []item {
+	switch {
+	case len(s.fr) == 0:
+		return nil
+	case len(s.fr) == 1 && s.fr[0].n == nil:
+		return s.fr[0].items[s.fr[0].lo:s.fr[0].hi]
+	}
+	k := 0
+	for i := range s.fr {
+		k += s.fr[i].hi - s.fr[i].lo
+	}
+	out := make([]item, 0, k)
+	for i := range s.fr {
+		out = s.fr[i].appendTo(out)
+	}
+	return out
 }
 
 // members walks two objects in key order and calls fn for each member whose value differs (absent = ""), skipping
 // subtrees whose hashes are equal without reading them.
 func (d *differ) members(a, b Value, fn func(key, va, vb string) error) error {
+	if !a.IsTree() && !b.IsTree() {
+		return mergeInline(a.enc, b.enc, fn)
+	}
 	qa, err := d.items(a)
 	if err != nil {
 		return err
@@ -323,43 +460,115 @@ func (d *differ) members(a, b Value, fn func(key, va, vb string) error) error {
 	if err != nil {
 		return err
 	}
-	for len(qa) > 0 || len(qb) > 0 {
+	var sa, sb side
+	sa.init(qa)
+	sb.init(qb)
+	for !sa.empty() || !sb.empty() {
+		var x, y item
+		ea, eb := sa.empty(), sb.empty()
+		if !ea {
+			x = sa.front()
+		}
+		if !eb {
+			y = sb.front()
+		}
 		switch {
-		case len(qa) > 0 && len(qb) > 0 && !qa[0].isEntry && !qb[0].isEntry && qa[0].same(qb[0]):
-			qa, qb = qa[1:], qb[1:]
+		case !ea && !eb && !x.isEntry() && !y.isEntry() && x.same(y):
+			sa.popFront()
+			sb.popFront()
 			continue
-		case len(qa) > 0 && !qa[0].isEntry && (len(qb) == 0 || qa[0].rank() >= qb[0].rank()):
-			ex, err := d.expand(qa[0])
-			if err != nil {
+		case !ea && !x.isEntry() && (eb || x.rank() >= y.rank()):
+			if err := sa.openFront(d); err != nil {
 				return err
 			}
-			qa = append(ex, qa[1:]...)
 			continue
-		case len(qb) > 0 && !qb[0].isEntry:
-			ex, err := d.expand(qb[0])
-			if err != nil {
+		case !eb && !y.isEntry():
+			if err := sb.openFront(d); err != nil {
 				return err
 			}
-			qb = append(ex, qb[1:]...)
 			continue
 		}
 		// Both fronts are entries (or one side is exhausted).
 		switch {
-		case len(qb) == 0 || (len(qa) > 0 && qa[0].key < qb[0].key):
-			err = fn(qa[0].key, qa[0].val, "")
-			qa = qa[1:]
-		case len(qa) == 0 || qb[0].key < qa[0].key:
-			err = fn(qb[0].key, "", qb[0].val)
-			qb = qb[1:]
+		case eb || (!ea && x.key < y.key):
+			err = fn(x.key, x.val, "")
+			sa.popFront()
+		case ea || y.key < x.key:
+			err = fn(y.key, "", y.val)
+			sb.popFront()
 		default:
-			if qa[0].val != qb[0].val {
-				err = fn(qa[0].key, qa[0].val, qb[0].val)
+			if x.val != y.val {
+				err = fn(x.key, x.val, y.val)
 			}
-			qa, qb = qa[1:], qb[1:]
+			sa.popFront()
+			sb.popFront()
 		}
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// inlineIter walks the members of an inline object straight from its encoding.
+type inlineIter struct {
+	r        codec.Reader
+	left     uint64
+	key, val string
+	ok       bool
+}
+
+func newInlineIter(enc string) inlineIter {
+	it := inlineIter{r: codec.Reader{S: enc, I: 1}}
+	it.left = it.r.Uvarint()
+	it.next()
+	return it
+}
+
+func (it *inlineIter) next() {
+	if it.left == 0 || it.r.Bad {
+		it.ok = false
+		return
+	}
+	it.left--
+	it.key = it.r.Str(it.r.Uvarint())
+	start := it.r.I
+	end, err := codec.SkipValue(it.r.S, start)
+	if err != nil || it.r.Bad {
+		it.r.Bad = true
+		it.ok = false
+		return
+	}
+	it.r.I = end
+	it.val = it.r.S[start:end]
+	it.ok = true
+}
+
+// mergeInline is members for two inline objects: a merge join over their encodings, allocating nothing.
+func mergeInline(a, b string, fn func(key, va, vb string) error) error {
+	x, y := newInlineIter(a), newInlineIter(b)
+	for x.ok || y.ok {
+		var err error
+		switch {
+		case !y.ok || (x.ok && x.key < y.key):
+			err = fn(x.key, x.val, "")
+			x.next()
+		case !x.ok || y.key < x.key:
+			err = fn(y.key, "", y.val)
+			y.next()
+		default:
+			if x.val != y.val {
+				err = fn(x.key, x.val, y.val)
+			}
+			x.next()
+			y.next()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if x.r.Bad || y.r.Bad || x.left > 0 || y.left > 0 {
+		return fmt.Errorf("%w: malformed inline container", store.ErrCorruptNode)
 	}
 	return nil
 }
@@ -374,27 +583,55 @@ func (d *differ) positions(a, b Value, fn func(i uint64, va, vb string) error) e
 	if err != nil {
 		return err
 	}
+	var sa, sb side
+	sa.init(qa)
+	sb.init(qb)
 	var i uint64
-	for len(qa) > 0 && len(qb) > 0 {
-		x, y := qa[0], qb[0]
+	for !sa.empty() && !sb.empty() {
+		x, y := sa.front(), sb.front()
 		switch {
 		case x.same(y):
 			i += x.count()
-			qa, qb = qa[1:], qb[1:]
-		case x.isEntry && y.isEntry:
+			sa.popFront()
+			sb.popFront()
+		case x.isEntry() && y.isEntry():
 			if err := fn(i, x.val, y.val); err != nil {
 				return err
 			}
 			i++
-			qa, qb = qa[1:], qb[1:]
+			sa.popFront()
+			sb.popFront()
 		default:
-			var err error
-			if qa, qb, err = d.openLarger(qa, qb, 0, 0); err != nil {
+			if err := d.openLarger(&sa, &sb, x, y, true); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// openLarger opens the first (or last) piece of sa or sb, whichever is the larger subtree (both when they are
+// alike), so that the two runs can be compared one level further down.
+func (d *differ) openLarger(sa, sb *side, x, y item, front bool) error {
+	rx, ry := x.rank(), y.rank()
+	if rx >= ry {
+		if err := sa.open(d, front); err != nil {
+			return err
+		}
+	}
+	if ry >= rx {
+		if err := sb.open(d, front); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *side) open(d *differ, front bool) error {
+	if front {
+		return s.openFront(d)
+	}
+	return s.openBack(d)
 }
 
 // object diffs two objects member by member, skipping subtrees whose hashes are equal.
@@ -403,9 +640,9 @@ func (d *differ) object(p Pointer, a, b Value) error {
 	err := d.members(a, b, func(key, va, vb string) error {
 		switch {
 		case vb == "":
-			removed = append(removed, item{isEntry: true, key: key, val: va})
+			removed = append(removed, item{key: key, val: va})
 		case va == "":
-			added = append(added, item{isEntry: true, key: key, val: vb})
+			added = append(added, item{key: key, val: vb})
 		default:
 			return d.diff(p.Child(key), Value{va}, Value{vb})
 		}
@@ -413,6 +650,9 @@ func (d *differ) object(p Pointer, a, b Value) error {
 	})
 	if err != nil {
 		return err
+	}
+	if len(removed) == 0 && len(added) == 0 {
+		return nil
 	}
 	// A member removed under one name and added under another with the same (non-trivial) value is a move.
 	moved := map[int]int{}
@@ -468,56 +708,67 @@ func (d *differ) array(p Pointer, a, b Value) error {
 	return d.run(p, qa, qb, 0)
 }
 
+// trim drops the common prefix and suffix of two runs, opening subtrees until the first (last) difference. Opened
+// nodes are walked in place; only what is left is copied.
+func (d *differ) trim(qa, qb []item, at uint64) ([]item, []item, uint64, error) {
+	sa, sb := &d.trimA, &d.trimB
+	sa.init(qa)
+	sb.init(qb)
+	for !sa.empty() && !sb.empty() {
+		x, y := sa.front(), sb.front()
+		if x.same(y) {
+			at += x.count()
+			sa.popFront()
+			sb.popFront()
+			continue
+		}
+		if x.isEntry() && y.isEntry() {
+			break
+		}
+		if err := d.openLarger(sa, sb, x, y, true); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	for !sa.empty() && !sb.empty() {
+		x, y := sa.back(), sb.back()
+		if x.same(y) {
+			sa.popBack()
+			sb.popBack()
+			continue
+		}
+		if x.isEntry() && y.isEntry() {
+			break
+		}
+		if err := d.openLarger(sa, sb, x, y, false); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	return sa.flat(), sb.flat(), at, nil
+}
+
 // run diffs two runs of array pieces; at is the index, in the array as the previous operations left it, where the
 // runs begin.
 func (d *differ) run(p Pointer, qa, qb []item, at uint64) error {
 	for {
-		// Trim the common prefix, opening subtrees until the first difference.
-		for len(qa) > 0 && len(qb) > 0 {
-			x, y := qa[0], qb[0]
-			if x.same(y) {
-				at += x.count()
-				qa, qb = qa[1:], qb[1:]
-				continue
-			}
-			if x.isEntry && y.isEntry {
-				break
-			}
-			var err error
-			if qa, qb, err = d.openLarger(qa, qb, 0, 0); err != nil {
-				return err
-			}
-		}
-		// Trim the common suffix the same way.
-		for len(qa) > 0 && len(qb) > 0 {
-			x, y := qa[len(qa)-1], qb[len(qb)-1]
-			if x.same(y) {
-				qa, qb = qa[:len(qa)-1], qb[:len(qb)-1]
-				continue
-			}
-			if x.isEntry && y.isEntry {
-				break
-			}
-			var err error
-			if qa, qb, err = d.openLarger(qa, qb, len(qa)-1, len(qb)-1); err != nil {
-				return err
-			}
+		var err error
+		if qa, qb, at, err = d.trim(qa, qb, at); err != nil {
+			return err
 		}
 		if len(qa) == 0 || len(qb) == 0 {
 			return d.removeAdd(p, qa, qb, at)
 		}
 		allEntries := true
 		for _, it := range qa {
-			allEntries = allEntries && it.isEntry
+			allEntries = allEntries && it.isEntry()
 		}
 		for _, it := range qb {
-			allEntries = allEntries && it.isEntry
+			allEntries = allEntries && it.isEntry()
 		}
 		if allEntries {
 			return d.elements(p, qa, qb, at)
 		}
 		// Split at anchors: pieces found exactly once on each side, in the same order.
-		if anchors := anchorsOf(qa, qb); len(anchors) > 0 {
+		if anchors := d.anchorsOf(qa, qb); len(anchors) > 0 {
 			ia, ib := 0, 0
 			for _, an := range anchors {
 				if err := d.run(p, qa[ia:an[0]], qb[ib:an[1]], at); err != nil {
@@ -529,7 +780,6 @@ func (d *differ) run(p Pointer, qa, qb []item, at uint64) error {
 			return d.run(p, qa[ia:], qb[ib:], at)
 		}
 		// No anchors at this granularity: open the largest pieces on both sides and try again.
-		var err error
 		if qa, err = d.expandTop(qa); err != nil {
 			return err
 		}
@@ -537,36 +787,6 @@ func (d *differ) run(p Pointer, qa, qb []item, at uint64) error {
 			return err
 		}
 	}
-}
-
-// openLarger replaces the piece at qa[i] or qb[j], whichever is the larger subtree (both when they are alike), by
-// the pieces of its node, so that the two runs can be compared one level further down.
-func (d *differ) openLarger(qa, qb []item, i, j int) ([]item, []item, error) {
-	rx, ry := qa[i].rank(), qb[j].rank()
-	var err error
-	if rx >= ry {
-		if qa, err = d.openAt(qa, i); err != nil {
-			return nil, nil, err
-		}
-	}
-	if ry >= rx {
-		if qb, err = d.openAt(qb, j); err != nil {
-			return nil, nil, err
-		}
-	}
-	return qa, qb, nil
-}
-
-// openAt replaces q[i] by the pieces of its node.
-func (d *differ) openAt(q []item, i int) ([]item, error) {
-	ex, err := d.expand(q[i])
-	if err != nil {
-		return nil, err
-	}
-	out := make([]item, 0, len(q)-1+len(ex))
-	out = append(out, q[:i]...)
-	out = append(out, ex...)
-	return append(out, q[i+1:]...), nil
 }
 
 func sumCount(its []item) uint64 {
@@ -586,14 +806,25 @@ func (d *differ) expandTop(q []item) ([]item, error) {
 	if top < 0 {
 		return q, nil
 	}
-	out := make([]item, 0, len(q)*4)
+	var nodes []*codec.Node
+	size := 0
 	for _, it := range q {
 		if it.rank() == top {
-			ex, err := d.expand(it)
+			n, err := d.open(it)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, ex...)
+			nodes = append(nodes, n)
+			size += n.Len()
+		} else {
+			size++
+		}
+	}
+	out := make([]item, 0, size)
+	for _, it := range q {
+		if it.rank() == top {
+			out = appendNodeItems(out, nodes[0])
+			nodes = nodes[1:]
 		} else {
 			out = append(out, it)
 		}
@@ -601,54 +832,104 @@ func (d *differ) expandTop(q []item) ([]item, error) {
 	return out, nil
 }
 
+// anchorKey hashes a piece's identity for anchoring: an element's bytes, or a subtree's address.
+func anchorKey(it item) uint64 {
+	if it.child == nil {
+		return xxh3.HashString(it.val)
+	}
+	return binary.LittleEndian.Uint64(it.child.Hash[:8]) | 1
+}
+
+// sameAnchor reports whether two pieces have the same identity for anchoring (elements compare by value only).
+func sameAnchor(x, y item) bool {
+	if (x.child == nil) != (y.child == nil) {
+		return false
+	}
+	if x.child == nil {
+		return x.val == y.val
+	}
+	return x.child.Hash == y.child.Hash
+}
+
+// anchorSeen counts the occurrences of one identity: the last index on each side and how many on each side.
+type anchorSeen struct {
+	key          uint64
+	a, b, na, nb int
+}
+
 // anchorsOf returns index pairs (in qa, in qb) of pieces unique on both sides, forming the longest increasing
-// sequence (patience alignment).
-func anchorsOf(qa, qb []item) [][2]int {
-	type seen struct{ a, b, na, nb int }
-	children := map[[32]byte]*seen{}
-	entries := map[string]*seen{}
-	lookup := func(it item, create bool) *seen {
-		var s *seen
-		if it.isEntry {
-			s = entries[it.val]
-		} else {
-			s = children[it.child.Hash]
-		}
-		if s == nil && create {
-			s = &seen{}
-			if it.isEntry {
-				entries[it.val] = s
-			} else {
-				children[it.child.Hash] = s
+// sequence (patience alignment). It uses an open-addressing table kept in d between calls.
+func (d *differ) anchorsOf(qa, qb []item) [][2]int {
+	size := 16
+	for size < 2*len(qa)+2 {
+		size <<= 1
+	}
+	if cap(d.anchorTab) < size {
+		d.anchorTab = make([]int32, size)
+	}
+	tab := d.anchorTab[:size]
+	clear(tab)
+	mask := uint64(size - 1)
+	seen := d.anchorSeen[:0]
+	// slot returns the table slot of it's identity: occupied (tab[slot] > 0) when it is known.
+	slot := func(it item, key uint64) uint64 {
+		i := key & mask
+		for tab[i] != 0 {
+			s := &seen[tab[i]-1]
+			if s.key == key && sameAnchor(qa[s.a], it) {
+				return i
 			}
+			i = (i + 1) & mask
 		}
-		return s
+		return i
 	}
 	for i, it := range qa {
-		s := lookup(it, true)
+		key := anchorKey(it)
+		k := slot(it, key)
+		if tab[k] == 0 {
+			seen = append(seen, anchorSeen{key: key})
+			tab[k] = int32(len(seen))
+		}
+		s := &seen[tab[k]-1]
 		s.a, s.na = i, s.na+1
 	}
-	var pairs [][2]int
+	match := d.anchorMatch[:0]
 	for j, it := range qb {
-		if s := lookup(it, false); s != nil {
-			s.b, s.nb = j, s.nb+1
+		k := slot(it, anchorKey(it))
+		if tab[k] == 0 {
+			match = append(match, -1)
+			continue
 		}
+		s := &seen[tab[k]-1]
+		s.b, s.nb = j, s.nb+1
+		match = append(match, tab[k]-1)
 	}
-	for j, it := range qb {
-		if s := lookup(it, false); s != nil && s.na == 1 && s.nb == 1 && s.b == j {
+	pairs := d.anchorPairs[:0]
+	for j, m := range match {
+		if m < 0 {
+			continue
+		}
+		if s := &seen[m]; s.na == 1 && s.nb == 1 && s.b == j {
 			pairs = append(pairs, [2]int{s.a, j})
 		}
 	}
-	return longestIncreasing(pairs)
+	d.anchorSeen, d.anchorMatch, d.anchorPairs = seen, match, pairs
+	var out [][2]int
+	out, d.lisTails, d.lisPrev = longestIncreasing(pairs, d.lisTails, d.lisPrev)
+	return out
 }
 
 // longestIncreasing keeps the longest subsequence of pairs (ordered by the second index) whose first indexes rise.
-func longestIncreasing(pairs [][2]int) [][2]int {
+// tails and prev are scratch space, returned for reuse.
+func longestIncreasing(pairs [][2]int, tails, prev []int) (out [][2]int, _, _ []int) {
 	if len(pairs) == 0 {
-		return nil
+		return nil, tails, prev
 	}
-	tails := []int{} // index into pairs of the smallest tail of each length
-	prev := make([]int, len(pairs))
+	tails = tails[:0] // index into pairs of the smallest tail of each length
+	if cap(prev) < len(pairs) {
+		prev = make([]int, len(pairs))
+	}
+	prev = prev[:len(pairs)]
 	for i, pr := range pairs {
 		lo, hi := 0, len(tails)
 		for lo < hi {
@@ -670,11 +951,11 @@ func longestIncreasing(pairs [][2]int) [][2]int {
 			tails[lo] = i
 		}
 	}
-	out := make([][2]int, len(tails))
+	out = make([][2]int, len(tails))
 	for k, i := len(tails)-1, tails[len(tails)-1]; k >= 0; k, i = k-1, prev[i] {
 		out[k] = pairs[i]
 	}
-	return out
+	return out, tails, prev
 }
 
 // removeAdd reports the pieces of qa as removed and those of qb as added, at index at.
@@ -699,7 +980,7 @@ func (d *differ) removeAdd(p Pointer, qa, qb []item, at uint64) error {
 }
 
 func (d *differ) eachEntry(it item, fn func(val string) error) error {
-	if it.isEntry {
+	if it.isEntry() {
 		return fn(it.val)
 	}
 	n, err := d.r.node(it.child.Hash)
@@ -713,6 +994,13 @@ func (d *differ) eachEntry(it item, fn func(val string) error) error {
 // elements aligns two runs of elements with Myers' algorithm and reports the edit script. A removal next to an
 // insertion is reported as a replacement (diffed inside when both are containers of the same kind).
 func (d *differ) elements(p Pointer, qa, qb []item, at uint64) error {
+	if len(qa) == 1 && len(qb) == 1 {
+		// The script of one element against another: equal, or a removal next to an insertion.
+		if qa[0].val == qb[0].val {
+			return nil
+		}
+		return d.diff(p.Child(strconv.FormatUint(at, 10)), Value{qa[0].val}, Value{qb[0].val})
+	}
 	script, ok := myers(qa, qb, d.opts.MaxWork)
 	if !ok {
 		script = nil // over the work cap: pair the runs up element by element
