@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,9 +29,14 @@ type harness struct {
 }
 
 // clock is a test clock: every call is one second later, so times are distinct and time travel is repeatable.
-type clock struct{ t time.Time }
+type clock struct {
+	mu sync.Mutex // handlers read it concurrently (plans expire by it)
+	t  time.Time
+}
 
 func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.t = c.t.Add(time.Second)
 	return c.t
 }
