@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -100,6 +101,7 @@ func BenchmarkCommitConcurrent8(b *testing.B) {
 	serial := nSerial / time.Since(t0).Seconds()
 	const writers = 8
 	lats := make([][]time.Duration, writers)
+	tr := traceBatches(b)
 	updates := cb.updates()
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
@@ -136,6 +138,65 @@ func BenchmarkCommitConcurrent8(b *testing.B) {
 	b.ReportMetric(float64(b.N)/float64(max(1, cb.updates()-updates)), "commits/tx")
 	all := slices.Concat(lats...)
 	b.ReportMetric(float64(percentile(all, 0.5).Microseconds()), "p50-µs")
+	tr.report(b)
+}
+
+// batchTrace collects the writer's transactions during a benchmark (writerTraceHook): how many commits each
+// carried, and where the writer's time went.
+type batchTrace struct {
+	mu  sync.Mutex
+	txs []writerTrace
+	off atomic.Bool // not collecting (the serial phases of BenchmarkCommitInterleaved8)
+}
+
+func traceBatches(b *testing.B) *batchTrace {
+	t := &batchTrace{}
+	f := func(w writerTrace) {
+		if t.off.Load() {
+			return
+		}
+		t.mu.Lock()
+		t.txs = append(t.txs, w)
+		t.mu.Unlock()
+	}
+	writerTraceHook.Store(&f)
+	b.Cleanup(func() { writerTraceHook.Store(nil) })
+	return t
+}
+
+func (t *batchTrace) report(b *testing.B) {
+	writerTraceHook.Store(nil)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.txs) == 0 {
+		return
+	}
+	var plan, commit, idle, gather, arrived time.Duration
+	hist := map[int]int{}
+	seq := ""
+	for i, w := range t.txs {
+		plan += w.Plan
+		commit += w.Commit
+		idle += w.Idle
+		gather += w.Gather
+		arrived += w.Arrived
+		hist[w.Commits]++
+		if i >= len(t.txs)/2 && i < len(t.txs)/2+24 {
+			seq += fmt.Sprintf(" %d", w.Commits)
+		}
+	}
+	n := time.Duration(len(t.txs))
+	b.ReportMetric(float64((plan / n).Microseconds()), "plan-µs/tx")
+	b.ReportMetric(float64((commit / n).Microseconds()), "commit-µs/tx")
+	b.ReportMetric(float64((idle / n).Microseconds()), "idle-µs/tx")
+	b.ReportMetric(float64((gather / n).Microseconds()), "gather-µs/tx")
+	b.ReportMetric(float64((arrived / n).Microseconds()), "arrived-µs/tx")
+	sizes := slices.Sorted(maps.Keys(hist))
+	line := ""
+	for _, k := range sizes {
+		line += fmt.Sprintf(" %d:%d", k, hist[k])
+	}
+	b.Logf("commits per tx (size:count):%s; a run of them mid-benchmark:%s", line, seq)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -451,4 +512,75 @@ func importWorkload(b *testing.B, n int) *storageState {
 		b.Fatal(err)
 	}
 	return &storageState{n: n, db: db, bolt: bo, path: path, jsonBytes: len(doc), importDur: time.Since(t0), r: rand.New(rand.NewPCG(uint64(n), 7))}
+}
+
+// BenchmarkCommitInterleaved8 measures BENCH.md's ratio on a disk whose speed drifts (other work on the machine):
+// b.N commits by eight concurrent writers, in rounds of 200, each round preceded by 50 serial commits on the same
+// file. x-serial is the concurrent rate over the serial rate, both summed over all rounds, so that both phases see
+// the same disk; serial-p50-µs is the serial commits' median latency. The per-transaction figures (traceBatches) are
+// of the concurrent phases only.
+func BenchmarkCommitInterleaved8(b *testing.B) {
+	ctx := context.Background()
+	db, cb := benchOpen(b, b.TempDir())
+	const writers, round, serialPerRound = 8, 200, 50
+	tr := traceBatches(b)
+	var serialTime, concTime time.Duration
+	var serialN, concN int
+	var serialLat []time.Duration
+	updates := 0
+	b.ResetTimer()
+	for left := b.N; left > 0; {
+		n := min(round, left)
+		left -= n
+		tr.off.Store(true)
+		for i := 0; i < serialPerRound; i++ {
+			t0 := time.Now()
+			if _, err := db.Patch(ctx, "doc", patchOp("/n", serialN+1), WriteOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			d := time.Since(t0)
+			serialTime += d
+			serialLat = append(serialLat, d)
+			serialN++
+		}
+		tr.off.Store(false)
+		u0 := cb.updates()
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		t0 := time.Now()
+		for w := 0; w < writers; w++ {
+			k := n / writers
+			if w < n%writers {
+				k++
+			}
+			wg.Add(1)
+			go func(w, k int) {
+				defer wg.Done()
+				path := fmt.Sprintf("/w%d", w)
+				for i := 0; i < k; i++ {
+					if _, err := db.Patch(ctx, "doc", patchOp(path, concN+i), WriteOptions{}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}(w, k)
+		}
+		wg.Wait()
+		concTime += time.Since(t0)
+		updates += cb.updates() - u0
+		concN += n
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	serialRate := float64(serialN) / serialTime.Seconds()
+	concRate := float64(concN) / concTime.Seconds()
+	b.ReportMetric(concRate, "commits/s")
+	b.ReportMetric(serialRate, "serial-commits/s")
+	b.ReportMetric(concRate/serialRate, "x-serial")
+	b.ReportMetric(float64(concN)/float64(max(1, updates)), "commits/tx")
+	b.ReportMetric(float64(percentile(serialLat, 0.5).Microseconds()), "serial-p50-µs")
+	tr.report(b)
 }

@@ -72,19 +72,20 @@ type outcome struct {
 // cancelled: a commit that has begun is made whole or not at all.
 func (db *DB) submit(ctx context.Context, r *request) outcome {
 	r.ctx, r.done = ctx, make(chan outcome, 1)
+	// The request is queued under db.mu, which Close takes to mark the database closed: a request is either queued
+	// before the writer starts its last drain, or refused. (Queued after it, it would never be answered.)
 	db.mu.Lock()
-	closed := db.closed
-	db.mu.Unlock()
-	if closed {
+	if db.closed {
+		db.mu.Unlock()
 		return outcome{err: ErrClosed}
 	}
 	select {
 	case db.queue <- r:
 	case <-ctx.Done():
+		db.mu.Unlock()
 		return outcome{err: ctx.Err()}
-	case <-db.closing:
-		return outcome{err: ErrClosed}
 	}
+	db.mu.Unlock()
 	return <-r.done
 }
 
@@ -106,49 +107,138 @@ func (db *DB) catalogOp(ctx context.Context, fn func(tx store.CatalogTx, now tim
 	return o.val, o.err
 }
 
-// writer is the database's single writer: it takes every waiting request and commits them together.
+// writer is the database's single writer: it takes every waiting request and commits them together. When several
+// callers are active it waits a moment for more before committing (gatherer), planning each request as it arrives.
+// Catalog operations run alone, in order with the commits around them.
 func (db *DB) writer() {
 	defer db.wg.Done()
+	var g gatherer
+	var carry []*request // taken from the queue, not yet run: they follow a catalog operation
+	var seed *planSeed   // the catalog as the last group left it, if it committed and nothing ran since
 	for {
-		var batch []*request
-		select {
-		case r := <-db.queue:
-			batch = append(batch, r)
-		case <-db.closing:
-			for {
-				select {
-				case r := <-db.queue:
-					db.run([]*request{r})
-				default:
-					return
+		var idle time.Duration
+		if len(carry) == 0 {
+			idleStart := time.Now()
+			select {
+			case r := <-db.queue:
+				idle = time.Since(idleStart)
+				carry = append(carry, r)
+			case <-db.closing:
+				for {
+					select {
+					case r := <-db.queue:
+						db.run([]*request{r})
+					default:
+						return
+					}
 				}
 			}
 		}
-	more:
-		for len(batch) < 256 {
-			select {
-			case r := <-db.queue:
-				batch = append(batch, r)
-			default:
-				break more
+		batch := db.drain(carry)
+		carry = nil
+		if r := batch[0]; r.op != nil {
+			seed = nil // it may move heads
+			queued := db.runOp(r)
+			carry = batch[1:]
+			g.done(1, len(carry)+queued, 0)
+			continue
+		}
+		// The commits before the first catalog operation make the group; the rest waits its turn.
+		n := 1
+		for n < len(batch) && batch[n].op == nil {
+			n++
+		}
+		group := batch[:n]
+		carry = batch[n:]
+		t0 := time.Now()
+		pl := db.newPlanner(seed)
+		seed = nil
+		if err := pl.add(group); err != nil {
+			queued := len(db.queue)
+			for _, r := range group {
+				r.done <- outcome{err: err}
+			}
+			g.done(len(group), len(carry)+queued, 0)
+			continue
+		}
+		var gathered time.Duration
+		if len(carry) == 0 {
+			if total, quiet, ok := g.wait(pl.n); ok {
+				carry = db.gather(pl, g.expect, t0.Add(total), quiet)
+				gathered = time.Since(t0)
 			}
 		}
-		db.run(batch)
+		var tx time.Duration
+		var queued int
+		tx, queued, seed = db.commitGroup(pl, nil, idle, gathered)
+		g.done(pl.n, len(carry)+queued, tx)
 	}
 }
 
-// run carries out a batch: consecutive commits go together in one transaction; catalog operations run alone.
+const maxBatch = 256
+
+// drain adds the requests already queued to batch, up to maxBatch in all.
+func (db *DB) drain(batch []*request) []*request { return db.drainTo(batch, maxBatch) }
+
+// drainTo adds the requests already queued to batch, up to limit in all.
+func (db *DB) drainTo(batch []*request, limit int) []*request {
+	for len(batch) < limit {
+		select {
+		case r := <-db.queue:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// gather plans requests into pl as they arrive, until it holds want, none has arrived for quiet, the deadline has
+// passed, a catalog operation arrives or the database is closing. It returns the requests it took from the queue
+// but did not plan: a catalog operation and those after it.
+func (db *DB) gather(pl *planner, want int, deadline time.Time, quiet time.Duration) (carry []*request) {
+	want = min(want, maxBatch)
+	t := time.NewTimer(min(quiet, time.Until(deadline)))
+	defer t.Stop()
+	for pl.n < want {
+		select {
+		case r := <-db.queue:
+			got := db.drainTo([]*request{r}, max(1, want-pl.n))
+			n := 0
+			for n < len(got) && got[n].op == nil {
+				n++
+			}
+			if n > 0 {
+				if err := pl.add(got[:n]); err != nil {
+					for _, r := range got[:n] {
+						r.done <- outcome{err: err}
+					}
+					return got[n:]
+				}
+			}
+			if n < len(got) {
+				return got[n:]
+			}
+			left := time.Until(deadline)
+			if left <= 0 {
+				return nil
+			}
+			t.Reset(min(quiet, left))
+		case <-t.C:
+			return nil
+		case <-db.closing:
+			return nil
+		}
+	}
+	return nil
+}
+
+// run carries out a batch without gathering: consecutive commits go together in one transaction; catalog
+// operations run alone.
 func (db *DB) run(batch []*request) {
 	for len(batch) > 0 {
 		if batch[0].op != nil {
-			r := batch[0]
-			var val any
-			err := db.be.Update(r.ctx, func(tx store.CatalogTx) error {
-				var err error
-				val, err = r.op(tx, db.clock(tx))
-				return err
-			})
-			r.done <- outcome{val: val, err: err}
+			db.runOp(batch[0])
 			batch = batch[1:]
 			continue
 		}
@@ -156,9 +246,23 @@ func (db *DB) run(batch []*request) {
 		for n < len(batch) && batch[n].op == nil {
 			n++
 		}
-		db.commitGroup(batch[:n])
+		db.commitGroup(nil, batch[:n], 0, 0)
 		batch = batch[n:]
 	}
+}
+
+// runOp runs a catalog operation in its own transaction. It returns how many requests were queued when it ended,
+// before its caller was answered (and could queue another).
+func (db *DB) runOp(r *request) (queued int) {
+	var val any
+	err := db.be.Update(r.ctx, func(tx store.CatalogTx) error {
+		var err error
+		val, err = r.op(tx, db.clock(tx))
+		return err
+	})
+	queued = len(db.queue)
+	r.done <- outcome{val: val, err: err}
+	return queued
 }
 
 // clock returns a time later than every revision's, so the time index stays unambiguous.
@@ -198,27 +302,35 @@ type planned struct {
 // No caller is answered on the strength of anything not yet durable: an answer that depends on an earlier request
 // of the same group (a conflict with its head, a patch that fails on its content, a write it makes a no-op) waits,
 // and is worked out again on the committed state.
-func (db *DB) commitGroup(group []*request) {
-	pending := group
-	for retries := 0; len(pending) > 0; {
-		if retries == 10 {
-			for _, r := range pending {
-				r.done <- outcome{err: fmt.Errorf("%w: the database kept changing under this write (another process is writing heavily); retry", ErrConflict)}
+//
+// pl, if not nil, is the group already planned (by the writer, as its requests arrived); otherwise pending is
+// planned here. It returns the time its transactions took, how many requests were queued when the last one ended,
+// before its callers were answered (the gatherer counts the callers who were waiting apart from them), and, if the
+// last one committed, the catalog as it left it (the next group's seed).
+func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.Duration) (txTime time.Duration, queued int, seed *planSeed) {
+	for retries := 0; pl != nil || len(pending) > 0; pl = nil {
+		if pl == nil {
+			if retries == 10 {
+				for _, r := range pending {
+					r.done <- outcome{err: fmt.Errorf("%w: the database kept changing under this write (another process is writing heavily); retry", ErrConflict)}
+				}
+				return txTime, queued, nil
 			}
-			return
-		}
-		plans, deferred, last, startHeads, epoch, err := db.plan(pending)
-		if err != nil {
-			for _, r := range pending {
-				r.done <- outcome{err: err}
+			var err error
+			if pl, err = db.plan(pending); err != nil {
+				for _, r := range pending {
+					r.done <- outcome{err: err}
+				}
+				return txTime, queued, nil
 			}
-			return
 		}
+		plans, deferred, last, startHeads, epoch := pl.plans, pl.deferred, pl.last, pl.startHeads, pl.epoch
 		if len(plans) == 0 {
 			pending = deferred
 			continue
 		}
-		err = db.be.Update(context.Background(), func(tx store.CatalogTx) error {
+		t1 := time.Now()
+		err := db.be.Update(context.Background(), func(tx store.CatalogTx) error {
 			n, err := tx.LastRevision()
 			if err != nil {
 				return err
@@ -234,6 +346,14 @@ func (db *DB) commitGroup(group []*request) {
 				b, err := tx.Branch(name)
 				if err != nil || b.Head != head {
 					return errRetry
+				}
+			}
+			// A branch that several revisions of the group move is written once, as the last of them leaves it
+			// (and for any whose InTx hook runs, so that the hook sees its own revision as the head).
+			lastOn := map[string]int{}
+			for i := range plans {
+				if !plans[i].noop {
+					lastOn[plans[i].branch.Name] = i
 				}
 			}
 			for i := range plans {
@@ -267,8 +387,10 @@ func (db *DB) commitGroup(group []*request) {
 				if err := tx.AddRevision(p.rec); err != nil {
 					return err
 				}
-				if err := tx.PutBranch(p.branch); err != nil {
-					return err
+				if lastOn[p.branch.Name] == i || p.r.opts.InTx != nil {
+					if err := tx.PutBranch(p.branch); err != nil {
+						return err
+					}
 				}
 				if err := tx.LogHead(p.branch.ID, p.rec.Time, p.rec.Number); err != nil {
 					return err
@@ -286,6 +408,14 @@ func (db *DB) commitGroup(group []*request) {
 			}
 			return nil
 		})
+		txTime += time.Since(t1)
+		queued = len(db.queue)
+		seed = nil
+		if err == nil {
+			seed = pl.seed()
+		}
+		traceWriter(writerTrace{DB: db, Commits: len(plans), Plan: pl.took, Commit: time.Since(t1), Idle: idle, Gather: gathered, Arrived: pl.arrived})
+		idle, gathered = 0, 0
 		var ie *inTxError
 		if errors.Is(err, errRetry) || errors.As(err, &ie) {
 			// Start over with the others; a request whose InTx refused gets its own error.
@@ -315,6 +445,7 @@ func (db *DB) commitGroup(group []*request) {
 		}
 		pending = deferred
 	}
+	return txTime, queued, seed
 }
 
 func resultOf(rec store.RevisionRecord, replayed bool) *Result {
@@ -327,153 +458,4 @@ func resultOf(rec store.RevisionRecord, replayed bool) *Result {
 		r.Parent = rec.Parents[0]
 	}
 	return r
-}
-
-// plan computes the revisions a group would commit. Requests that fail (conflict, bad patch, replay) are answered
-// here and left out of the plans.
-func (db *DB) plan(group []*request) (plans []planned, deferred []*request, last uint64, startHeads map[string]uint64, epoch string, err error) {
-	type view struct {
-		branches map[string]store.BranchRecord
-		revs     map[uint64]store.RevisionRecord
-		replays  map[*request]store.RevisionRecord
-		noops    map[*request]bool // replays of writes that changed nothing
-		clock    time.Time
-	}
-	v := view{branches: map[string]store.BranchRecord{}, revs: map[uint64]store.RevisionRecord{}, replays: map[*request]store.RevisionRecord{}, noops: map[*request]bool{}}
-	failed := map[*request]error{}
-	err = db.be.View(context.Background(), func(c store.CatalogReader) error {
-		var err error
-		if last, err = c.LastRevision(); err != nil {
-			return err
-		}
-		if e, _, err := c.Get(gcBucket, gcEpochKey); err != nil {
-			return err
-		} else {
-			epoch = string(e)
-		}
-		v.clock = db.clock(c)
-		for _, r := range group {
-			if k := r.opts.IdempotencyKey; k != "" {
-				if n, ok, err := c.Idempotent(k); err != nil {
-					return err
-				} else if ok {
-					rec, err := c.Revision(n)
-					if err == nil {
-						v.replays[r] = rec
-						if _, noop, err := c.Get(noopKeysBucket, k); err != nil {
-							return err
-						} else if noop {
-							v.noops[r] = true
-						}
-						continue
-					}
-					if !errors.Is(err, store.ErrNotFound) {
-						return err
-					}
-					// The revision was garbage-collected: the key no longer protects anything; commit anew.
-				}
-			}
-			name := r.opts.branch()
-			if _, ok := v.branches[name]; ok {
-				continue
-			}
-			b, err := c.Branch(name)
-			if err != nil {
-				failed[r] = notFoundRef(c, "branch", name, err)
-				continue
-			}
-			v.branches[name] = b
-			if v.revs[b.Head], err = c.Revision(b.Head); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, 0, nil, "", err
-	}
-	startHeads = map[string]uint64{}
-	for name, b := range v.branches {
-		startHeads[name] = b.Head
-	}
-	ov := &overlay{base: db.be, nodes: map[store.Hash][]byte{}}
-	f := db.forest.WithStore(ov)
-	next, clock := last, v.clock
-	dirty := map[string]bool{} // branches with a change planned in this group: their heads are not durable yet
-	for _, r := range group {
-		if rec, ok := v.replays[r]; ok {
-			res := resultOf(rec, true)
-			if v.noops[r] {
-				res.Unchanged, res.Resources, res.NewNodes, res.NewBytes = true, []string{}, 0, 0
-			}
-			r.done <- outcome{res: res}
-			continue
-		}
-		if err := failed[r]; err != nil {
-			r.done <- outcome{err: err}
-			continue
-		}
-		if err := r.ctx.Err(); err != nil {
-			r.done <- outcome{err: err}
-			continue
-		}
-		b := v.branches[r.opts.branch()]
-		// fail answers r with err, unless err rests on a change of this group that is not durable yet: then r
-		// waits for the next round.
-		fail := func(err error) {
-			if dirty[b.Name] {
-				deferred = append(deferred, r)
-			} else {
-				r.done <- outcome{err: err}
-			}
-		}
-		if r.opts.ExpectedHead != 0 && r.opts.ExpectedHead != b.Head {
-			fail(&ConflictError{Branch: b.Name, Head: b.Head, Expected: r.opts.ExpectedHead})
-			continue
-		}
-		head := v.revs[b.Head]
-		root, err := revision.ValueFromEncoding(string(head.Root))
-		if err != nil {
-			fail(err)
-			continue
-		}
-		change, extra, err := r.change(r.ctx, f, State{Rev: head, Root: root, Branch: b.Name})
-		if err != nil {
-			fail(err)
-			continue
-		}
-		if change.Root == root && len(extra) == 0 {
-			// Nothing changes: no empty revision. Answered once the group is durable, naming the head.
-			plans = append(plans, planned{r: r, rec: head, branch: b, noop: true})
-			continue
-		}
-		// Compress now, outside the transaction that will store them: it holds the writer lock (and, shared, the
-		// file against other processes) and should do only B+tree work and the commit.
-		for i := range change.Nodes {
-			if change.Nodes[i].Stored == nil {
-				change.Nodes[i].Stored = store.EncodeStored(change.Nodes[i].Data)
-			}
-		}
-		if _, err := ov.PutNodes(r.ctx, change.Nodes); err != nil {
-			fail(err)
-			continue
-		}
-		touched, err := f.ChangedMembers(r.ctx, root, change.Root)
-		if err != nil {
-			fail(err)
-			continue
-		}
-		next++
-		if next > last+1 {
-			clock = clock.Add(time.Microsecond)
-		}
-		rec := store.RevisionRecord{Number: next, Root: []byte(change.Root.Encoding()), Parents: append([]uint64{b.Head}, extra...),
-			Branch: b.Name, Time: clock, Author: r.opts.Author, Tool: r.opts.Tool, Message: r.opts.Message, Resources: touched}
-		b.Head = next
-		v.branches[b.Name] = b
-		v.revs[next] = rec
-		dirty[b.Name] = true
-		plans = append(plans, planned{r: r, rec: rec, nodes: change.Nodes, branch: b})
-	}
-	return plans, deferred, last, startHeads, epoch, nil
 }
