@@ -166,6 +166,7 @@ Start with 'strata demo', or: strata db create shop && strata import shop catalo
 		newGCCommand(g),
 		newMCPCommand(g),
 		newServeCommand(g),
+		newBenchCommand(g),
 		newAuditCommand(g),
 	)
 	return root

@@ -1,0 +1,250 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type pgBins struct{ initdb, pgctl, psql string }
+
+// findPostgres finds initdb, pg_ctl and psql on PATH (or beside initdb).
+func findPostgres() (pgBins, string) {
+	var b pgBins
+	var err error
+	if b.initdb, err = lookPath("initdb"); err != nil {
+		return b, "initdb not found on PATH"
+	}
+	dir := filepath.Dir(b.initdb)
+	if real, err := filepath.EvalSymlinks(b.initdb); err == nil {
+		dir = filepath.Dir(real)
+	}
+	find := func(name string) string {
+		if p, err := lookPath(name); err == nil {
+			return p
+		}
+		if p := filepath.Join(dir, name); fileExists(p) {
+			return p
+		}
+		return ""
+	}
+	if b.pgctl = find("pg_ctl"); b.pgctl == "" {
+		return b, "pg_ctl not found"
+	}
+	if b.psql = find("psql"); b.psql == "" {
+		return b, "psql not found"
+	}
+	return b, ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// pgServer is a PostgreSQL server made with initdb in the suite's directory, listening on loopback only, with fsync
+// and synchronous_commit on (the defaults); one per Run, stopped at its end. Each run uses a new database in it.
+type pgServer struct {
+	bins pgBins
+	dir  string
+	data string
+	port int
+	cred *syscall.Credential // the server's user, when we are root (PostgreSQL refuses to run as root)
+	runs int
+}
+
+// pgSystem is PostgreSQL: a jsonb history table in a database of its own; psql is the client.
+type pgSystem struct {
+	srv *pgServer
+	db  string
+	sh  *shell
+}
+
+func (s *pgServer) run(ctx context.Context, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w: %s", filepath.Base(name), err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start makes and starts the server (once).
+func (s *pgServer) start(ctx context.Context, root string) error {
+	if s.data != "" {
+		return nil
+	}
+	dir, err := os.MkdirTemp(root, "postgres-")
+	if err != nil {
+		return err
+	}
+	s.dir = dir
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			if u, err = user.Lookup("nobody"); err != nil {
+				return fmt.Errorf("running as root and there is no postgres or nobody user to run the server as")
+			}
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		// The server's user must reach the directory (and the document files in root).
+		for p := dir; p != "/" && p != "."; p = filepath.Dir(p) {
+			if p == os.TempDir() {
+				break
+			}
+			if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o011 != 0o011 {
+				if err := os.Chmod(p, fi.Mode().Perm()|0o011); err != nil {
+					return err
+				}
+			}
+		}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return err
+		}
+	}
+	data := filepath.Join(dir, "pgdata")
+	if err := s.run(ctx, s.bins.initdb, "-D", data, "-U", "bench", "--auth=trust", "-E", "UTF8", "--no-instructions"); err != nil {
+		return err
+	}
+	if s.port, err = freePort(); err != nil {
+		return err
+	}
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=on -c synchronous_commit=on -c full_page_writes=on -c shared_buffers=256MB -c max_wal_size=4GB", s.port, dir)
+	if err := s.run(ctx, s.bins.pgctl, "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "60", "start"); err != nil {
+		return err
+	}
+	s.data = data
+	return nil
+}
+
+func (s *pgServer) stop() error {
+	if s.data == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := s.run(ctx, s.bins.pgctl, "-D", s.data, "-m", "fast", "-w", "stop")
+	s.data = ""
+	return err
+}
+
+func (s *pgServer) psql(db string) (*shell, error) {
+	cmd := exec.Command(s.bins.psql, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=0", "-h", "127.0.0.1", "-p", strconv.Itoa(s.port), "-U", "bench", "-d", db)
+	cmd.Env = append(os.Environ(), "PGCONNECT_TIMEOUT=10", "LC_ALL=C")
+	return startShell(cmd, `\echo `+endMark, func(l string) bool {
+		return strings.HasPrefix(l, "ERROR:") || strings.HasPrefix(l, "psql:") || strings.HasPrefix(l, "FATAL:")
+	})
+}
+
+func (s *pgSystem) open(ctx context.Context, dir string) error {
+	if err := s.srv.start(ctx, filepath.Dir(dir)); err != nil {
+		return err
+	}
+	s.srv.runs++
+	s.db = fmt.Sprintf("bench%d", s.srv.runs)
+	admin, err := s.srv.psql("postgres")
+	if err != nil {
+		return err
+	}
+	_, err = admin.exec("CREATE DATABASE "+s.db+";", nil)
+	admin.close()
+	if err != nil {
+		return err
+	}
+	if s.sh, err = s.srv.psql(s.db); err != nil {
+		return err
+	}
+	_, err = s.sh.exec(`CREATE TABLE history(rev int PRIMARY KEY, doc jsonb NOT NULL);
+CREATE TABLE labels(name text PRIMARY KEY, rev int NOT NULL);
+CREATE TABLE branches(name text PRIMARY KEY, rev int NOT NULL);`, nil)
+	return err
+}
+
+func (s *pgSystem) load(_ context.Context, d *doc) error {
+	_, err := s.sh.exec(fmt.Sprintf("INSERT INTO history VALUES(0, pg_read_file(%s)::jsonb);", sqlString(d.file)), nil)
+	return err
+}
+
+func (s *pgSystem) commit(_ context.Context, k, i, score int) error {
+	_, err := s.sh.exec(fmt.Sprintf("INSERT INTO history SELECT %d, jsonb_set(doc, '{%d,score}', '%d') FROM history WHERE rev = %d;", k, i, score, k-1), nil)
+	return err
+}
+
+// diskBytes is the history table's size with its TOAST and indexes (the server's catalog and WAL are left out).
+func (s *pgSystem) diskBytes(context.Context) (int64, error) {
+	line, err := s.sh.one("SELECT pg_total_relation_size('history') + pg_total_relation_size('labels') + pg_total_relation_size('branches');")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+}
+
+func (s *pgSystem) snapshot(_ context.Context, name string, k int) error {
+	_, err := s.sh.exec(fmt.Sprintf("INSERT INTO labels SELECT %s, rev FROM history WHERE rev = %d;", sqlString(name), k), nil)
+	return err
+}
+
+func (s *pgSystem) branch(_ context.Context, name string, k int) error {
+	_, err := s.sh.exec(fmt.Sprintf("INSERT INTO branches SELECT %s, rev FROM history WHERE rev = %d;", sqlString(name), k), nil)
+	return err
+}
+
+func (s *pgSystem) readElement(_ context.Context, k, i int) ([]byte, error) {
+	line, err := s.sh.one(fmt.Sprintf("SELECT doc->%d FROM history WHERE rev = %d;", i, k))
+	return []byte(line), err
+}
+
+func (s *pgSystem) diff(_ context.Context, a, b int) (int, error) {
+	return s.sh.count(fmt.Sprintf(`SELECT count(*) FROM (
+SELECT * FROM jsonb_array_elements((SELECT doc FROM history WHERE rev = %d)) WITH ORDINALITY
+EXCEPT ALL SELECT * FROM jsonb_array_elements((SELECT doc FROM history WHERE rev = %d)) WITH ORDINALITY) AS d;`, b, a))
+}
+
+func (s *pgSystem) export(_ context.Context, k int, w io.Writer) error {
+	_, err := s.sh.exec(fmt.Sprintf("SELECT doc FROM history WHERE rev = %d;", k), w)
+	return err
+}
+
+func (s *pgSystem) jq(_ context.Context, k int) (int, error) {
+	return s.sh.count(fmt.Sprintf("SELECT count(*) FROM history, jsonb_array_elements(history.doc) AS e WHERE history.rev = %d AND (e->>'score')::int > 90;", k))
+}
+
+func (s *pgSystem) close() error {
+	if s.sh == nil {
+		return nil
+	}
+	s.sh.close()
+	admin, err := s.srv.psql("postgres")
+	if err != nil {
+		return err
+	}
+	defer admin.close()
+	_, err = admin.exec("DROP DATABASE "+s.db+";", nil)
+	return err
+}
