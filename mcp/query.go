@@ -213,12 +213,12 @@ func bisectTool(ctx context.Context, c *call) (string, any, error) {
 		return "", nil, err
 	}
 	branch := branchOr(c.a.str("branch"))
-	bisect := c.s.engine.Bisect
+	var visible func(string) bool // hidden resources are absent, and revisions that changed only them are skipped
 	if c.s.limited() {
-		bisect = c.scopedBisect
+		visible = c.s.resPermitted
 	}
-	res, err := bisect(ctx, db, branch, c.a.str("resource"), c.a.str("predicate"), ps,
-		c.a.uint("from_revision"), c.a.uint("to_revision"))
+	res, err := c.s.engine.BisectVisible(ctx, db, branch, c.a.str("resource"), c.a.str("predicate"), ps,
+		c.a.uint("from_revision"), c.a.uint("to_revision"), visible)
 	if err != nil {
 		return "", nil, err
 	}

@@ -40,6 +40,14 @@ const maxBisectChain = 1_000_000
 // opening any tree; an absent resource is null. Each evaluation is an ordinary query, under the engine's deadline
 // and isolation, and is reported in BisectResult.Evaluations.
 func (e *Engine) Bisect(ctx context.Context, db *snapshots.DB, branch, resource, predicate string, params map[string]any, from, to uint64) (*BisectResult, error) {
+	return e.BisectVisible(ctx, db, branch, resource, predicate, params, from, to, nil)
+}
+
+// BisectVisible is Bisect for a caller who sees only some resources (visible; nil: all). Revisions that changed
+// only hidden resources are not on the history it walks (they cannot change what the predicate sees; from or to
+// naming one is an error, as for a revision off the branch); a hidden resource is absent (null) throughout; and
+// without a resource, the predicate's input is the root with the hidden resources left out.
+func (e *Engine) BisectVisible(ctx context.Context, db *snapshots.DB, branch, resource, predicate string, params map[string]any, from, to uint64, visible func(resource string) bool) (*BisectResult, error) {
 	if resource != "" {
 		if err := snapshots.ValidResourceName(resource); err != nil {
 			return nil, err
@@ -60,6 +68,12 @@ func (e *Engine) Bisect(ctx context.Context, db *snapshots.DB, branch, resource,
 	if err != nil {
 		return nil, err
 	}
+	if visible != nil {
+		chain = slices.DeleteFunc(chain, func(r store.RevisionRecord) bool {
+			return len(r.Resources) > 0 && !slices.ContainsFunc(r.Resources, visible)
+		})
+	}
+	hidden := resource != "" && visible != nil && !visible(resource)
 	// chain is oldest first; keep from…to.
 	lo, hi := 0, len(chain)
 	if from != 0 {
@@ -78,7 +92,7 @@ func (e *Engine) Bisect(ctx context.Context, db *snapshots.DB, branch, resource,
 	chain = chain[lo:hi]
 	cands := chain[:0:0]
 	for i, r := range chain {
-		if i == 0 || resource == "" || slices.Contains(r.Resources, resource) {
+		if i == 0 || resource == "" || (!hidden && slices.Contains(r.Resources, resource)) {
 			cands = append(cands, r)
 		}
 	}
@@ -94,7 +108,14 @@ func (e *Engine) Bisect(ctx context.Context, db *snapshots.DB, branch, resource,
 			return false, fmt.Errorf("revision %d: %w", r.Number, err)
 		}
 		src := &source{f: db.Forest(), v: root}
-		if resource != "" {
+		switch {
+		case hidden:
+			src = &source{f: db.Forest(), null: true}
+		case resource == "" && visible != nil:
+			if src, err = e.source(ctx, &Request{Forest: db.Forest(), Root: root, Revision: r.Number, Visible: visible}); err != nil {
+				return false, err
+			}
+		case resource != "":
 			v, err := db.Forest().Get(ctx, root, revision.Pointer{resource})
 			switch {
 			case errors.Is(err, revision.ErrNotFound):
