@@ -339,14 +339,6 @@ type planJSON struct {
 	Revision   uint64          `json:"revision,omitempty"`
 }
 
-// PlanState is a plan's state as shown: pending plans past their expiry are "expired".
-func PlanState(p snapshots.Plan, now time.Time) string {
-	if p.Expired(now) {
-		return "expired"
-	}
-	return p.State
-}
-
 func listPlans(ctx context.Context, c *call) (string, any, error) {
 	db, err := c.db(ctx)
 	if err != nil {
@@ -363,7 +355,7 @@ func listPlans(ctx context.Context, c *call) (string, any, error) {
 			continue
 		}
 		mine = append(mine, planJSON{PlanID: p.ID, Tool: p.Tool, Branch: p.Branch, Target: p.Target, Summary: p.Summary,
-			State: PlanState(p, now), Base: p.Base, Created: p.Created, ExpiresAt: p.Expires, Counts: p.Counts,
+			State: p.StateAt(now), Base: p.Base, Created: p.Created, ExpiresAt: p.Expires, Counts: p.Counts,
 			Removes: nonNil(p.Removes), Overwrites: nonNil(p.Overwrites), DecidedBy: p.DecidedBy, Reason: clipText(p.Reason, maxMessage), Revision: p.Revision})
 	}
 	kept, more := page(mine, c.limit(20), c.s.budget())

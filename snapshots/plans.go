@@ -65,6 +65,14 @@ func (p Plan) Expired(now time.Time) bool {
 	return !now.Before(p.Expires) && p.State != PlanApplied && p.State != PlanRejected
 }
 
+// StateAt is the plan's state as shown at time now: a pending or approved plan past its expiry is "expired".
+func (p Plan) StateAt(now time.Time) string {
+	if p.Expired(now) {
+		return "expired"
+	}
+	return p.State
+}
+
 // settled is when the plan stopped waiting: its decision, or its expiry.
 func (p Plan) settled() time.Time {
 	if p.Decided.After(p.Expires) {

@@ -111,21 +111,13 @@ type planJSON struct {
 }
 
 func planOf(p snapshots.Plan, now time.Time, withPreview bool) planJSON {
-	j := planJSON{ID: p.ID, State: planState(p, now), Principal: p.Principal, Tool: p.Tool, Branch: p.Branch, Target: p.Target,
+	j := planJSON{ID: p.ID, State: p.StateAt(now), Principal: p.Principal, Tool: p.Tool, Branch: p.Branch, Target: p.Target,
 		Base: p.Base, Summary: p.Summary, Counts: p.Counts, Removes: nonNilStrings(p.Removes), Overwrites: nonNilStrings(p.Overwrites),
 		Created: p.Created, Expires: p.Expires, DecidedBy: p.DecidedBy, Reason: p.Reason, Revision: p.Revision}
 	if withPreview {
 		j.Preview = p.Preview
 	}
 	return j
-}
-
-// planState is a plan's state as shown: a pending or approved plan past its expiry is "expired".
-func planState(p snapshots.Plan, now time.Time) string {
-	if p.Expired(now) {
-		return "expired"
-	}
-	return p.State
 }
 
 func nonNilStrings(s []string) []string {
@@ -144,7 +136,7 @@ func listPlans(ctx context.Context, w io.Writer, g *globalOptions, o *plansOptio
 		now := db.Now()
 		var shown []planJSON
 		for _, p := range ps {
-			if st := planState(p, now); o.all || st == snapshots.PlanPending || st == snapshots.PlanApproved {
+			if st := p.StateAt(now); o.all || st == snapshots.PlanPending || st == snapshots.PlanApproved {
 				shown = append(shown, planOf(p, now, false))
 			}
 		}
@@ -191,7 +183,7 @@ func showPlan(ctx context.Context, w io.Writer, g *globalOptions, o *plansOption
 // printPlan shows a plan for a person to decide on: who asks for what, what it removes and overwrites, its diff.
 func printPlan(w io.Writer, g *globalOptions, p snapshots.Plan, now time.Time) error {
 	pt := g.painter(w)
-	fmt.Fprintf(w, "plan %s  (%s)\n", p.ID, planState(p, now))
+	fmt.Fprintf(w, "plan %s  (%s)\n", p.ID, p.StateAt(now))
 	fmt.Fprintf(w, "  asked by   %s, %s\n", p.Principal, g.timeText(p.Created))
 	fmt.Fprintf(w, "  change     %s (tool %s)\n", oneLine(p.Summary), p.Tool)
 	switch {
