@@ -40,6 +40,24 @@ type Shared struct {
 	closed   bool
 	wait     *os.File
 	opens    int
+	// checked is when othersWaiting last ran; lingering says a linger timer is pending.
+	checked   time.Time
+	lingering bool
+}
+
+// waitCheckEvery bounds how often the holder asks whether other processes wait (two flock calls): a point read
+// costs tens of microseconds, and asking on every one was a sixth of it. A waiter is noticed within this much of
+// the holder's calls, or when they stop (Linger).
+const waitCheckEvery = time.Millisecond
+
+// othersWaitingNow is othersWaiting at most once per waitCheckEvery; in between it answers no.
+func (s *Shared) othersWaitingNow() bool {
+	now := time.Now()
+	if now.Sub(s.checked) < waitCheckEvery {
+		return false
+	}
+	s.checked = now
+	return s.othersWaiting()
 }
 
 // SharedOptions tunes Shared. The zero value gives the defaults.
@@ -94,7 +112,7 @@ func (s *Shared) acquire() (*Bolt, error) {
 		case s.closed:
 			return nil, fmt.Errorf("%w: %s", ErrClosed, s.path)
 		case s.b != nil && !s.draining:
-			if time.Since(s.openedAt) > s.opts.MaxHold && s.othersWaiting() {
+			if time.Since(s.openedAt) > s.opts.MaxHold && s.othersWaitingNow() {
 				s.draining = true
 				continue
 			}
@@ -147,17 +165,31 @@ func (s *Shared) release(err error) {
 	if s.users > 0 || s.b == nil {
 		return
 	}
-	if s.draining || s.closed || s.othersWaiting() {
+	if s.draining || s.closed || s.othersWaitingNow() {
 		s.closeLocked()
 		return
 	}
-	time.AfterFunc(s.opts.Linger, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.users == 0 && s.b != nil && time.Since(s.lastUse) >= s.opts.Linger {
-			s.closeLocked()
-		}
-	})
+	if !s.lingering {
+		s.lingering = true
+		time.AfterFunc(s.opts.Linger, s.lingerEnd)
+	}
+}
+
+// lingerEnd closes the file once it has been unused for Linger, or waits the rest of that time. One timer at a
+// time: a call's release does not start one of its own.
+func (s *Shared) lingerEnd() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lingering = false
+	if s.users > 0 || s.b == nil {
+		return
+	}
+	if idle := time.Since(s.lastUse); idle < s.opts.Linger && !s.othersWaiting() {
+		s.lingering = true
+		time.AfterFunc(s.opts.Linger-idle, s.lingerEnd)
+		return
+	}
+	s.closeLocked()
 }
 
 func (s *Shared) closeLocked() {
