@@ -60,10 +60,44 @@ var addressedToAI = regexp.MustCompile(`(?i)(ignore|disregard|forget)\s+(all\s+)
 // markdownImage matches a markdown image with a URL.
 var markdownImage = regexp.MustCompile(`!\[[^\]]*\]\(\s*(https?:)?//`)
 
+// aiWords are words every match of addressedToAI holds (besides "ai" itself, checked as a word): data without any
+// of them cannot match, and most data has none, so the regular expression (a backtracking scan that cost more than
+// the read it flagged) runs only on the data that might.
+var aiWords = [][]byte{[]byte("instruction"), []byte("prompt"), []byte("rules"), []byte("assistant"), []byte("language model"),
+	[]byte("llm"), []byte("agent"), []byte("model"), []byte("claude"), []byte("gpt"), []byte("copilot"), []byte("system"),
+	[]byte("the user")}
+
+// mayAddressAI reports whether lowercased data holds a word that addressedToAI needs.
+func mayAddressAI(lower []byte) bool {
+	for _, w := range aiWords {
+		if bytes.Contains(lower, w) {
+			return true
+		}
+	}
+	letter := func(b byte) bool { return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
+	for i := 0; ; {
+		j := bytes.Index(lower[i:], []byte("ai"))
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		if (at == 0 || !letter(lower[at-1])) && (at+2 >= len(lower) || !letter(lower[at+2])) {
+			return true
+		}
+		i = at + 1
+	}
+}
+
 // scanFlags counts what the data holds that deserves a flag.
 func scanFlags(data []byte, invisible int) flags {
-	return flags{Invisible: invisible, AddressedToAI: len(addressedToAI.FindAllIndex(data, 100)),
-		MarkdownImages: len(markdownImage.FindAllIndex(data, 100))}
+	f := flags{Invisible: invisible}
+	if mayAddressAI(bytes.ToLower(data)) {
+		f.AddressedToAI = len(addressedToAI.FindAllIndex(data, 100))
+	}
+	if bytes.Contains(data, []byte("![")) {
+		f.MarkdownImages = len(markdownImage.FindAllIndex(data, 100))
+	}
+	return f
 }
 
 // marshalData marshals a result as JSON: HTML-escaped (so '<' is \u003c), with invisible characters escaped. It
