@@ -140,11 +140,20 @@ func (c *call) commitAnswer(ctx context.Context, db *snapshots.DB, w snapshots.W
 func (c *call) commitUnderPolicy(ctx context.Context, db *snapshots.DB, w snapshots.WriteOptions, what string,
 	do func(w snapshots.WriteOptions) (*snapshots.Result, error)) (*snapshots.Result, *planOut, error) {
 	branch := branchOr(w.Branch)
-	if ap := c.applying; ap != nil {
+	class := ClassWrite
+	if c.s.cfg.protected(branch) {
+		class = ClassProtected
+	}
+	d := c.decide(class)
+	if d == Deny { // also for a plan made before the operator's policy changed
+		if class == ClassProtected {
+			return nil, nil, denied(fmt.Sprintf("%s on protected branch %s", c.t.name, branch))
+		}
+		return nil, nil, denied(c.t.name)
+	}
+	ap := c.applying
+	if ap != nil {
 		w.ExpectedHead = ap.plan.Base
-		w.InTx = db.ConsumePlan(ap.plan.ID, c.s.cfg.Principal, ap.confirmedBy)
-		r, err := do(w)
-		return r, nil, planChanged(err, ap.plan)
 	}
 	if c.s.limited() && (c.t.name == "revert" || c.t.name == "promote") {
 		// These change whole states: check, on a dry run, that the change stays within the scope, and commit it on
@@ -153,6 +162,9 @@ func (c *call) commitUnderPolicy(ctx context.Context, db *snapshots.DB, w snapsh
 		pw.DryRun = true
 		r, err := do(pw)
 		if err != nil || r.Preview == nil {
+			if ap != nil {
+				return r, nil, planChanged(err, ap.plan)
+			}
 			return r, nil, err
 		}
 		if err := c.checkTouched(r); err != nil {
@@ -160,18 +172,12 @@ func (c *call) commitUnderPolicy(ctx context.Context, db *snapshots.DB, w snapsh
 		}
 		w.ExpectedHead = r.Preview.Base.Rev.Number // the caller's, if it gave one (the dry run checked it)
 	}
-	class := ClassWrite
-	if c.s.cfg.protected(branch) {
-		class = ClassProtected
+	if ap != nil {
+		w.InTx = db.ConsumePlan(ap.plan.ID, c.s.cfg.Principal, ap.confirmedBy)
+		r, err := do(w)
+		return r, nil, planChanged(err, ap.plan)
 	}
-	d := c.decide(class)
-	switch d {
-	case Deny:
-		if class == ClassProtected {
-			return nil, nil, denied(fmt.Sprintf("%s on protected branch %s", c.t.name, branch))
-		}
-		return nil, nil, denied(c.t.name)
-	case Allow:
+	if d == Allow {
 		r, err := do(w)
 		return r, nil, err
 	}
@@ -440,6 +446,13 @@ func applyPlan(ctx context.Context, c *call) (string, any, error) {
 		return "", nil, fmt.Errorf("plan %s: its arguments name another database", p.ID)
 	}
 	sub := &call{s: c.s, t: t, a: a, raw: p.Args, req: c.req, applying: &applying{db: db, plan: p, confirmedBy: confirmedBy}}
+	// The scope is checked again: the operator may have narrowed it since the plan was made.
+	if err := sub.checkScope(ctx); err != nil {
+		return "", nil, err
+	}
+	if err := sub.checkRevisionArgs(ctx); err != nil {
+		return "", nil, err
+	}
 	summary, out, err := t.handle(ctx, sub)
 	if err != nil {
 		return "", nil, err

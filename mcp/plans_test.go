@@ -404,3 +404,23 @@ func TestPlanDeletes(t *testing.T) {
 		t.Fatalf("deleting one's own branch made a plan: %s", r.data)
 	}
 }
+
+// TestPlanUnderNarrowerPolicy: a plan made under one policy does not apply once the operator denies its class or
+// hides its resource.
+func TestPlanUnderNarrowerPolicy(t *testing.T) {
+	path := t.TempDir()
+	h := newHarnessAt(t, path, Config{Writes: WritesBranches, Principal: "agent-1"})
+	h.ok("create_database", `{"database":"shop"}`)
+	base := h.seed("shop", "catalog", `{"price":10}`)
+	id := h.planned("update", `{"database":"shop","resource":"catalog","path":"/price","value":11}`)
+	id2 := h.planned("update", `{"database":"shop","resource":"catalog","path":"/price","value":12}`)
+	h.decide(id, true, "")
+	h.decide(id2, true, "")
+	denied := newHarnessAt(t, path, Config{Writes: WritesBranches, Principal: "agent-1", Policy: Policy{Protected: Deny, Write: Ask}})
+	denied.fail("apply_plan", `{"plan_id":"`+id+`"}`, codeDenied)
+	hidden := newHarnessAt(t, path, Config{Writes: WritesBranches, Principal: "agent-1", Scope: Scope{Resources: Names{Deny: []string{"catalog"}}}})
+	hidden.fail("apply_plan", `{"plan_id":"`+id2+`"}`, codeNotFound)
+	if h.head("shop", "main") != base {
+		t.Fatal("a plan applied under a policy that no longer allows it")
+	}
+}

@@ -518,6 +518,9 @@ func deleteNamed[R any](ctx context.Context, c *call, kind, name string, list fu
 		return zero, nil, err
 	}
 	if ap := c.applying; ap != nil {
+		if c.decide(ClassProtected) == Deny { // the policy changed since the plan was made
+			return zero, nil, denied("delete_" + kind + " of " + name)
+		}
 		r, err := forPlan(db, ctx, name, ap.plan.Base, ap.plan.ID, c.s.cfg.Principal, ap.confirmedBy)
 		return r, nil, err
 	}
