@@ -36,7 +36,10 @@ func (s *server) auditMiddleware(next mcpsdk.MethodHandler) mcpsdk.MethodHandler
 		rec := s.auditRecord(method, req, res, err)
 		rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 		if _, aerr := s.cfg.Audit.Append(rec); aerr != nil {
+			s.auditFailed.Store(true)
 			s.cfg.Logger.Error("audit log: a record could not be appended; write tools are refused until it can", "method", method, "tool", rec.Tool, "err", aerr)
+		} else {
+			s.auditFailed.Store(false)
 		}
 		return res, err
 	}
@@ -126,7 +129,12 @@ func (s *server) checkAudit() error {
 	if s.cfg.Audit == nil {
 		return nil
 	}
-	if err := s.cfg.Audit.Check(); err != nil {
+	// A record that could not be appended (the disk full, say) keeps writes refused until one is appended again.
+	err := s.cfg.Audit.Check()
+	if err == nil && s.auditFailed.Load() {
+		err = errors.New("the last audit record could not be appended")
+	}
+	if err != nil {
 		s.cfg.Logger.Error("audit log unusable: refusing writes", "err", err)
 		return newError(codeUnavailable, "the audit log cannot be written, so no write runs until it can; nothing was written").
 			withHint("tell the operator: the server's log says why")

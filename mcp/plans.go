@@ -154,6 +154,9 @@ func (c *call) commitUnderPolicy(ctx context.Context, db *snapshots.DB, w snapsh
 	ap := c.applying
 	if ap != nil {
 		w.ExpectedHead = ap.plan.Base
+		// The plan's own key: a key the caller reused since (on another write) must not answer for the plan, and a
+		// retried apply replays its own revision.
+		w.IdempotencyKey = "plan\x00" + ap.plan.ID
 	}
 	if c.s.limited() && (c.t.name == "revert" || c.t.name == "promote") {
 		// These change whole states: check, on a dry run, that the change stays within the scope, and commit it on
@@ -170,11 +173,17 @@ func (c *call) commitUnderPolicy(ctx context.Context, db *snapshots.DB, w snapsh
 		if err := c.checkTouched(r); err != nil {
 			return nil, nil, err
 		}
+		// Commit exactly what was checked (a promote's source branch may move in between), on the head checked.
 		w.ExpectedHead = r.Preview.Base.Rev.Number // the caller's, if it gave one (the dry run checked it)
+		w.InTx = snapshots.ExpectRoot([]byte(r.Preview.RootEncoding()))
 	}
 	if ap != nil {
-		w.InTx = db.ConsumePlan(ap.plan.ID, c.s.cfg.Principal, ap.confirmedBy)
+		w.InTx = snapshots.BothInTx(w.InTx, db.ConsumePlan(ap.plan.ID, c.s.cfg.Principal, ap.confirmedBy))
 		r, err := do(w)
+		if err == nil && r.Replayed {
+			// Another apply of this plan committed it (its key is the plan's own): it applies once.
+			return nil, nil, fmt.Errorf("%w: plan %s was already applied, as revision %d; a plan applies once", snapshots.ErrConflict, ap.plan.ID, r.Revision)
+		}
 		return r, nil, planChanged(err, ap.plan)
 	}
 	if d == Allow {
@@ -197,12 +206,18 @@ func (c *call) commitUnderPolicy(ctx context.Context, db *snapshots.DB, w snapsh
 		if class == ClassProtected && c.s.cfg.Writes == WritesOn && c.decide(ClassWrite) == Allow && additive(d) {
 			// Mode on lets a change to a protected branch through when it only adds: commit exactly what was
 			// checked, on the head it was checked on.
+			// The commit must produce the root checked: a promote's source branch, or a program that reads the
+			// clock, could make it something else.
 			pinned := w
 			pinned.ExpectedHead = r.Preview.Base.Rev.Number
+			pinned.InTx = snapshots.BothInTx(w.InTx, snapshots.ExpectRoot([]byte(r.Preview.RootEncoding())))
 			res, err := do(pinned)
 			var ce *snapshots.ConflictError
 			if callerHead == 0 && errors.As(err, &ce) && ce.Msg == "" && ce.Branch != "" {
 				continue // the branch moved since the check: check again on its new head
+			}
+			if errors.Is(err, snapshots.ErrPlanChanged) {
+				continue // it would have committed something else: check again
 			}
 			return res, nil, err
 		}

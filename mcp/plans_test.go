@@ -424,3 +424,21 @@ func TestPlanUnderNarrowerPolicy(t *testing.T) {
 		t.Fatal("a plan applied under a policy that no longer allows it")
 	}
 }
+
+// TestPlanKeyReused: an idempotency key the caller used again after making a plan does not answer for the plan.
+func TestPlanKeyReused(t *testing.T) {
+	h := newHarness(t, Config{Writes: WritesBranches, Principal: "agent-1"})
+	h.ok("create_database", `{"database":"shop"}`)
+	base := h.seed("shop", "catalog", `{"price":10}`)
+	id := h.planned("update", `{"database":"shop","resource":"catalog","path":"/price","value":11,"idempotency_key":"k1"}`)
+	h.ok("create_branch", `{"database":"shop","name":"b"}`)
+	h.ok("put", `{"database":"shop","resource":"other","value":1,"branch":"b","idempotency_key":"k1"}`)
+	h.decide(id, true, "")
+	a := h.ok("apply_plan", `{"plan_id":"`+id+`"}`)
+	if a.num("revision") <= base || a.str("branch") != "main" || h.plan(id).State != snapshots.PlanApplied {
+		t.Fatalf("apply after the key was reused: %s", a.data)
+	}
+	if got := h.ok("read", `{"database":"shop","resource":"catalog","path":"/price"}`).raw("value"); got != "11" {
+		t.Fatalf("main's price: %s", got)
+	}
+}

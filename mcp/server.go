@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +26,8 @@ type server struct {
 	tools []*toolSpec
 	// engine runs jq programs (query, bisect, transform).
 	engine *query.Engine
+	// auditFailed is set while the last audit record could not be appended: writes are refused (checkAudit).
+	auditFailed atomic.Bool
 }
 
 // toolSpec declares one tool: its metadata, its arguments (from which both its input schema and the decoding of its

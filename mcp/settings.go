@@ -86,7 +86,11 @@ func (p Policy) over(base Policy) Policy {
 func (p Policy) validate() error {
 	for _, f := range []struct{ class, d string }{{ClassRead, p.Read}, {ClassWrite, p.Write}, {ClassProtected, p.Protected}, {ClassAdmin, p.Admin}} {
 		switch f.d {
-		case "", Allow, Deny:
+		case Deny:
+			if f.class == ClassRead {
+				return fmt.Errorf("policy read: \"deny\" is not possible: reads are always allowed; hide databases and resources with scopes instead")
+			}
+		case "", Allow:
 		case Ask:
 			if f.class == ClassAdmin || f.class == ClassRead {
 				return fmt.Errorf("policy %s: %q is not possible for %s tools: use allow or deny", f.class, f.d, f.class)

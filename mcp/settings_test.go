@@ -44,6 +44,7 @@ func TestSettingsRefused(t *testing.T) {
 		{`{"wirtes":"on"}`, `unknown field "wirtes"`},
 		{`{"default":{"policy":{"write":"maybe"}}}`, `unknown decision "maybe"`},
 		{`{"default":{"policy":{"admin":"ask"}}}`, `"ask" is not possible for admin tools`},
+		{`{"principals":{"x":{"policy":{"read":"deny"}}}}`, `reads are always allowed; hide databases and resources with scopes`},
 		{`{"principals":{"bad name":{}}}`, `use letters, digits`},
 		{`{"plan_ttl":"5 minutes"}`, `plan_ttl`},
 		{`{"plan_ttl":"1ms"}`, `between 1s and 24h`},

@@ -254,6 +254,33 @@ func (db *DB) ConsumePlan(id, principal, confirmedBy string) func(store.CatalogT
 	}
 }
 
+// ExpectRoot is a WriteOptions.InTx that fails the write (nothing is committed) unless its revision's root is the
+// given one: a write checked on a dry run commits exactly what was checked, or nothing (ErrPlanChanged).
+func ExpectRoot(root []byte) func(store.CatalogTx, store.RevisionRecord) error {
+	return func(_ store.CatalogTx, rec store.RevisionRecord) error {
+		if !bytes.Equal(rec.Root, root) {
+			return fmt.Errorf("%w: the write would commit another state than the one checked", ErrPlanChanged)
+		}
+		return nil
+	}
+}
+
+// BothInTx runs two InTx hooks in turn (either may be nil).
+func BothInTx(a, b func(store.CatalogTx, store.RevisionRecord) error) func(store.CatalogTx, store.RevisionRecord) error {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(tx store.CatalogTx, rec store.RevisionRecord) error {
+		if err := a(tx, rec); err != nil {
+			return err
+		}
+		return b(tx, rec)
+	}
+}
+
 // DeleteBranchForPlan deletes a branch as a plan previewed it: only if its head is still base, and with the plan
 // marked applied in the same transaction.
 func (db *DB) DeleteBranchForPlan(ctx context.Context, name string, base uint64, planID, principal, confirmedBy string) (store.BranchRecord, error) {

@@ -111,3 +111,21 @@ func TestPlanDeletesAndExpiry(t *testing.T) {
 		t.Fatalf("approving an expired plan: %v", err)
 	}
 }
+
+// TestExpectRoot: a write checked on a dry run commits exactly the checked root, or nothing.
+func TestExpectRoot(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t, store.NewMemBackend())
+	base := must(db.Put(ctx, "doc", []byte(`{"a":1}`), WriteOptions{}))
+	dry := must(db.Put(ctx, "doc", []byte(`{"a":2}`), WriteOptions{DryRun: true}))
+	if _, err := db.Put(ctx, "doc", []byte(`{"a":3}`), WriteOptions{InTx: ExpectRoot([]byte(dry.Preview.RootEncoding()))}); !errors.Is(err, ErrPlanChanged) {
+		t.Fatalf("another state than the one checked: %v", err)
+	}
+	if st := must(db.Resolve(ctx, Ref{})); st.Rev.Number != base.Revision {
+		t.Fatal("a refused write committed")
+	}
+	r := must(db.Put(ctx, "doc", []byte(`{"a":2}`), WriteOptions{InTx: BothInTx(nil, ExpectRoot([]byte(dry.Preview.RootEncoding())))}))
+	if r.Revision != base.Revision+1 {
+		t.Fatalf("the checked write: %+v", r)
+	}
+}
