@@ -436,7 +436,7 @@ func createBranch(ctx context.Context, c *call) (string, any, error) {
 
 func deleteBranch(ctx context.Context, c *call) (string, any, error) {
 	name := c.a.str("name")
-	b, plan, err := deleteNamed(ctx, c, "branch", name, (*snapshots.DB).Branches, (*snapshots.DB).DeleteBranch, (*snapshots.DB).DeleteBranchForPlan,
+	b, plan, err := deleteNamed(ctx, c, "branch", name, (*snapshots.DB).Branches, (*snapshots.DB).DeleteBranchOf, (*snapshots.DB).DeleteBranchForPlan,
 		func(b store.BranchRecord) (string, string, uint64) { return b.Name, b.Creator, b.Head })
 	if err != nil || plan != nil {
 		return planAnswer(plan, err)
@@ -496,7 +496,7 @@ func createSnapshot(ctx context.Context, c *call) (string, any, error) {
 
 func deleteSnapshot(ctx context.Context, c *call) (string, any, error) {
 	name := c.a.str("name")
-	l, plan, err := deleteNamed(ctx, c, "snapshot", name, (*snapshots.DB).Snapshots, (*snapshots.DB).DeleteSnapshot, (*snapshots.DB).DeleteSnapshotForPlan,
+	l, plan, err := deleteNamed(ctx, c, "snapshot", name, (*snapshots.DB).Snapshots, (*snapshots.DB).DeleteSnapshotOf, (*snapshots.DB).DeleteSnapshotForPlan,
 		func(l store.LabelRecord) (string, string, uint64) { return l.Name, l.Creator, l.Revision })
 	if err != nil || plan != nil {
 		return planAnswer(plan, err)
@@ -506,10 +506,10 @@ func deleteSnapshot(ctx context.Context, c *call) (string, any, error) {
 
 // deleteNamed deletes the branch or snapshot (kind) called name, for delete_branch and delete_snapshot, under the
 // policy: deleting one that another principal created, or a protected branch, is of class protected (a plan to
-// confirm, by default); deleting one's own is a write. of gives a record's name, creator and revision; forPlan
+// confirm, by default); deleting one's own is a write (del checks, in its transaction, that it is still one's own). of gives a record's name, creator and revision; forPlan
 // deletes it as a confirmed plan previewed it.
 func deleteNamed[R any](ctx context.Context, c *call, kind, name string, list func(*snapshots.DB, context.Context) ([]R, error),
-	del func(*snapshots.DB, context.Context, string) (R, error),
+	del func(db *snapshots.DB, ctx context.Context, name, creator string) (R, error),
 	forPlan func(db *snapshots.DB, ctx context.Context, name string, base uint64, planID, principal, confirmedBy string) (R, error),
 	of func(R) (name, creator string, rev uint64)) (R, *planOut, error) {
 	var zero R
@@ -541,11 +541,16 @@ func deleteNamed[R any](ctx context.Context, c *call, kind, name string, list fu
 	case Deny:
 		return zero, nil, denied("delete_" + kind + " of " + name)
 	case Allow:
-		r, err := del(db, ctx, name)
+		// Deleting one's own is checked again where it happens: the name may have been recreated by someone else.
+		owner := ""
+		if class == ClassWrite {
+			owner = c.s.cfg.Principal
+		}
+		r, err := del(db, ctx, name, owner)
 		return r, nil, err
 	}
 	if !found || (kind == "branch" && name == snapshots.Main) {
-		r, err := del(db, ctx, name) // the library says what is wrong
+		r, err := del(db, ctx, name, "") // the library says what is wrong
 		return r, nil, err
 	}
 	p, err := c.savePlan(ctx, db, snapshots.Plan{Target: name, Base: base,

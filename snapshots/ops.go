@@ -213,6 +213,12 @@ func (db *DB) CreateBranch(ctx context.Context, name string, from Ref, creator s
 
 // DeleteBranch drops a branch name; its revisions stay (until garbage collection, if nothing else reaches them).
 func (db *DB) DeleteBranch(ctx context.Context, name string) (store.BranchRecord, error) {
+	return db.DeleteBranchOf(ctx, name, "")
+}
+
+// DeleteBranchOf deletes a branch only if creator created it (checked in the deleting transaction); an empty
+// creator deletes whoever created it.
+func (db *DB) DeleteBranchOf(ctx context.Context, name, creator string) (store.BranchRecord, error) {
 	if name == Main {
 		return store.BranchRecord{}, invalid("branch main cannot be deleted")
 	}
@@ -220,6 +226,9 @@ func (db *DB) DeleteBranch(ctx context.Context, name string) (store.BranchRecord
 		b, err := tx.Branch(name)
 		if err != nil {
 			return nil, notFoundRef(tx, "branch", name, err)
+		}
+		if creator != "" && b.Creator != creator {
+			return nil, fmt.Errorf("%w: branch %s was created by another principal", ErrConflict, name)
 		}
 		return b, tx.DeleteBranch(name)
 	})
@@ -256,10 +265,19 @@ func (db *DB) CreateSnapshot(ctx context.Context, name string, at Ref, note, cre
 
 // DeleteSnapshot removes a label.
 func (db *DB) DeleteSnapshot(ctx context.Context, name string) (store.LabelRecord, error) {
+	return db.DeleteSnapshotOf(ctx, name, "")
+}
+
+// DeleteSnapshotOf deletes a snapshot only if creator created it (checked in the deleting transaction); an empty
+// creator deletes whoever created it.
+func (db *DB) DeleteSnapshotOf(ctx context.Context, name, creator string) (store.LabelRecord, error) {
 	v, err := db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
 		l, err := tx.Label(name)
 		if err != nil {
 			return nil, notFoundRef(tx, "snapshot", name, err)
+		}
+		if creator != "" && l.Creator != creator {
+			return nil, fmt.Errorf("%w: snapshot %s was created by another principal", ErrConflict, name)
 		}
 		return l, tx.DeleteLabel(name)
 	})

@@ -129,3 +129,19 @@ func TestExpectRoot(t *testing.T) {
 		t.Fatalf("the checked write: %+v", r)
 	}
 }
+
+// TestDeleteOf: deleting one's own branch or snapshot checks the creator in the deleting transaction.
+func TestDeleteOf(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t, store.NewMemBackend())
+	must(db.CreateBranch(ctx, "x", Ref{}, "alice"))
+	must(db.CreateSnapshot(ctx, "s", Ref{}, "", "alice"))
+	if _, err := db.DeleteBranchOf(ctx, "x", "bob"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("bob deleting alice's branch: %v", err)
+	}
+	if _, err := db.DeleteSnapshotOf(ctx, "s", "bob"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("bob deleting alice's snapshot: %v", err)
+	}
+	must(db.DeleteBranchOf(ctx, "x", "alice"))
+	must(db.DeleteSnapshotOf(ctx, "s", ""))
+}
