@@ -98,7 +98,7 @@ func (p *planOut) summary() string {
 		p.Tool, p.PlanID, p.Preview.Summary, p.Preview.Counts.Removed, p.Preview.Counts.Replaced, p.ExpiresAt.Format(time.RFC3339), p.PlanID, p.Database, p.PlanID)
 }
 
-// newPlanID draws a plan id: 130 random bits.
+// newPlanID draws a plan id: 128 random bits.
 func newPlanID() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
