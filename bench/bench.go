@@ -471,31 +471,27 @@ func runOne(ctx context.Context, o *Options, rep *Report, name string, s system,
 
 	reps := o.reps(n)
 	half := K / 2
-	var checkTime time.Duration // time spent checking answers inside a timed call, taken out of its figure
-	timed := func(what string, fn func(r int) error) error {
+	// timedChecked times fn, reps times, and records the median; check, when set, verifies each answer once the
+	// clock has stopped (parsing an answer to check it is not part of the operation).
+	timedChecked := func(what string, fn func(r int) ([]byte, error), check func(r int, got []byte) error) error {
 		xs := make([]float64, 0, reps)
 		for r := 0; r < reps; r++ {
-			checkTime = 0
 			t0 := time.Now()
-			if err := fn(r); err != nil {
+			got, err := fn(r)
+			took := time.Since(t0)
+			if err == nil && check != nil {
+				err = check(r, got)
+			}
+			if err != nil {
 				return fmt.Errorf("%s: %w", what, err)
 			}
-			xs = append(xs, ms(time.Since(t0)-checkTime))
+			xs = append(xs, ms(took))
 		}
 		rec(what, Summarize(xs).Median)
 		return nil
 	}
-	// timedChecked times fn only; check verifies its answer once the clock has stopped (parsing the answer to
-	// check it is not part of the read).
-	timedChecked := func(what string, fn func(r int) ([]byte, error), check func(r int, got []byte) error) error {
-		return timed(what, func(r int) error {
-			got, err := fn(r)
-			if err != nil {
-				return err
-			}
-			defer func(t time.Time) { checkTime += time.Since(t) }(time.Now())
-			return check(r, got)
-		})
+	timed := func(what string, fn func(r int) error) error {
+		return timedChecked(what, func(r int) ([]byte, error) { return nil, fn(r) }, nil)
 	}
 	// (d)
 	if err := timed("snapshot", func(r int) error { return s.snapshot(ctx, fmt.Sprintf("snap-%d", r), half) }); err != nil {
