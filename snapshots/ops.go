@@ -219,16 +219,30 @@ func (db *DB) DeleteBranch(ctx context.Context, name string) (store.BranchRecord
 // DeleteBranchOf deletes a branch only if creator created it (checked in the deleting transaction); an empty
 // creator deletes whoever created it.
 func (db *DB) DeleteBranchOf(ctx context.Context, name, creator string) (store.BranchRecord, error) {
+	return db.deleteBranchIf(ctx, name, nil, func(_ store.CatalogTx, b store.BranchRecord) error {
+		if creator != "" && b.Creator != creator {
+			return fmt.Errorf("%w: branch %s was created by another principal", ErrConflict, name)
+		}
+		return nil
+	})
+}
+
+// deleteBranchIf deletes a branch once check accepts its record, in the deleting transaction. missing, if set, is
+// the error when there is no such branch (else: not found, with the closest names).
+func (db *DB) deleteBranchIf(ctx context.Context, name string, missing error, check func(store.CatalogTx, store.BranchRecord) error) (store.BranchRecord, error) {
 	if name == Main {
 		return store.BranchRecord{}, invalid("branch main cannot be deleted")
 	}
 	v, err := db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
 		b, err := tx.Branch(name)
 		if err != nil {
+			if missing != nil && errors.Is(err, store.ErrNotFound) {
+				return nil, missing
+			}
 			return nil, notFoundRef(tx, "branch", name, err)
 		}
-		if creator != "" && b.Creator != creator {
-			return nil, fmt.Errorf("%w: branch %s was created by another principal", ErrConflict, name)
+		if err := check(tx, b); err != nil {
+			return nil, err
 		}
 		return b, tx.DeleteBranch(name)
 	})
@@ -271,13 +285,27 @@ func (db *DB) DeleteSnapshot(ctx context.Context, name string) (store.LabelRecor
 // DeleteSnapshotOf deletes a snapshot only if creator created it (checked in the deleting transaction); an empty
 // creator deletes whoever created it.
 func (db *DB) DeleteSnapshotOf(ctx context.Context, name, creator string) (store.LabelRecord, error) {
+	return db.deleteLabelIf(ctx, name, nil, func(_ store.CatalogTx, l store.LabelRecord) error {
+		if creator != "" && l.Creator != creator {
+			return fmt.Errorf("%w: snapshot %s was created by another principal", ErrConflict, name)
+		}
+		return nil
+	})
+}
+
+// deleteLabelIf deletes a snapshot once check accepts its record, in the deleting transaction. missing, if set,
+// is the error when there is no such snapshot (else: not found, with the closest names).
+func (db *DB) deleteLabelIf(ctx context.Context, name string, missing error, check func(store.CatalogTx, store.LabelRecord) error) (store.LabelRecord, error) {
 	v, err := db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
 		l, err := tx.Label(name)
 		if err != nil {
+			if missing != nil && errors.Is(err, store.ErrNotFound) {
+				return nil, missing
+			}
 			return nil, notFoundRef(tx, "snapshot", name, err)
 		}
-		if creator != "" && l.Creator != creator {
-			return nil, fmt.Errorf("%w: snapshot %s was created by another principal", ErrConflict, name)
+		if err := check(tx, l); err != nil {
+			return nil, err
 		}
 		return l, tx.DeleteLabel(name)
 	})

@@ -284,51 +284,25 @@ func BothInTx(a, b func(store.CatalogTx, store.RevisionRecord) error) func(store
 // DeleteBranchForPlan deletes a branch as a plan previewed it: only if its head is still base, and with the plan
 // marked applied in the same transaction.
 func (db *DB) DeleteBranchForPlan(ctx context.Context, name string, base uint64, planID, principal, confirmedBy string) (store.BranchRecord, error) {
-	v, err := db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
-		b, err := tx.Branch(name)
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return nil, fmt.Errorf("%w: branch %s no longer exists", ErrPlanChanged, name)
+	return db.deleteBranchIf(ctx, name, fmt.Errorf("%w: branch %s no longer exists", ErrPlanChanged, name),
+		func(tx store.CatalogTx, b store.BranchRecord) error {
+			if b.Head != base {
+				return fmt.Errorf("%w: branch %s is at revision %d now, not %d as planned", ErrPlanChanged, name, b.Head, base)
 			}
-			return nil, err
-		}
-		if b.Head != base {
-			return nil, fmt.Errorf("%w: branch %s is at revision %d now, not %d as planned", ErrPlanChanged, name, b.Head, base)
-		}
-		if err := db.consume(tx, planID, principal, confirmedBy, 0, nil); err != nil {
-			return nil, err
-		}
-		return b, tx.DeleteBranch(name)
-	})
-	if err != nil {
-		return store.BranchRecord{}, err
-	}
-	return v.(store.BranchRecord), nil
+			return db.consume(tx, planID, principal, confirmedBy, 0, nil)
+		})
 }
 
 // DeleteSnapshotForPlan deletes a snapshot as a plan previewed it: only if it still names revision base, and with
 // the plan marked applied in the same transaction.
 func (db *DB) DeleteSnapshotForPlan(ctx context.Context, name string, base uint64, planID, principal, confirmedBy string) (store.LabelRecord, error) {
-	v, err := db.catalogOp(ctx, func(tx store.CatalogTx, now time.Time) (any, error) {
-		l, err := tx.Label(name)
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return nil, fmt.Errorf("%w: snapshot %s no longer exists", ErrPlanChanged, name)
+	return db.deleteLabelIf(ctx, name, fmt.Errorf("%w: snapshot %s no longer exists", ErrPlanChanged, name),
+		func(tx store.CatalogTx, l store.LabelRecord) error {
+			if l.Revision != base {
+				return fmt.Errorf("%w: snapshot %s names revision %d now, not %d as planned", ErrPlanChanged, name, l.Revision, base)
 			}
-			return nil, err
-		}
-		if l.Revision != base {
-			return nil, fmt.Errorf("%w: snapshot %s names revision %d now, not %d as planned", ErrPlanChanged, name, l.Revision, base)
-		}
-		if err := db.consume(tx, planID, principal, confirmedBy, 0, nil); err != nil {
-			return nil, err
-		}
-		return l, tx.DeleteLabel(name)
-	})
-	if err != nil {
-		return store.LabelRecord{}, err
-	}
-	return v.(store.LabelRecord), nil
+			return db.consume(tx, planID, principal, confirmedBy, 0, nil)
+		})
 }
 
 // Now is the database's clock (Options.Now): plans expire by it.
