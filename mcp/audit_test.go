@@ -112,3 +112,27 @@ func TestAuditFailsClosed(t *testing.T) {
 func callParams(name, args string) *mcpsdk.CallToolParams {
 	return &mcpsdk.CallToolParams{Name: name, Arguments: json.RawMessage(args)}
 }
+
+// TestAuditAppendFailureStopsWrites: once a record could not be appended (here the log refuses every record), writes
+// are refused although the log itself still opens and checks fine; reads go on.
+func TestAuditAppendFailureStopsWrites(t *testing.T) {
+	path := t.TempDir()
+	log, err := audit.Open(filepath.Join(path, audit.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	h := newHarnessAt(t, path, Config{Writes: WritesOn, Protected: []string{}, Audit: log, Transport: "carrier-pigeon"})
+	if _, err := h.dir.Create(t.Context(), "shop", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	head := h.head("shop", "main")
+	h.ok("list_databases", `{}`) // its record is refused
+	if err := log.Check(); err != nil {
+		t.Fatalf("the log itself is fine: %v", err)
+	}
+	r := h.fail("put", `{"database":"shop","resource":"doc","value":1}`, codeUnavailable)
+	if !strings.Contains(r.text, "audit log") || h.head("shop", "main") != head {
+		t.Fatalf("a write ran after its audit trail broke: %s", r.text)
+	}
+}
