@@ -506,8 +506,8 @@ func deleteSnapshot(ctx context.Context, c *call) (string, any, error) {
 
 // deleteNamed deletes the branch or snapshot (kind) called name, for delete_branch and delete_snapshot, under the
 // policy: deleting one that another principal created, or a protected branch, is of class protected (a plan to
-// confirm, by default); deleting one's own is a write (del checks, in its transaction, that it is still one's own). of gives a record's name, creator and revision; forPlan
-// deletes it as a confirmed plan previewed it.
+// confirm, by default); deleting one's own is a write, and del checks in its transaction that it still is. of gives
+// a record's name, creator and revision; forPlan deletes it as a confirmed plan previewed it.
 func deleteNamed[R any](ctx context.Context, c *call, kind, name string, list func(*snapshots.DB, context.Context) ([]R, error),
 	del func(db *snapshots.DB, ctx context.Context, name, creator string) (R, error),
 	forPlan func(db *snapshots.DB, ctx context.Context, name string, base uint64, planID, principal, confirmedBy string) (R, error),

@@ -31,14 +31,7 @@ func TestMCPOverStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, tl := range tools.Tools {
-		names[tl.Name] = true
-	}
+	names := toolNames(t, ctx, cs)
 	if !names["read"] || !names["create_branch"] || !names["put"] {
 		t.Fatalf("tools: %v", names)
 	}

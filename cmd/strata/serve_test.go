@@ -189,14 +189,7 @@ func TestServeClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, tl := range tools.Tools {
-		names[tl.Name] = true
-	}
+	names := toolNames(t, ctx, cs)
 	if !names["read"] || !names["put"] || !names["create_branch"] {
 		t.Fatalf("tools: %v", names)
 	}
