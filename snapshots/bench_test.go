@@ -584,3 +584,68 @@ func BenchmarkCommitInterleaved8(b *testing.B) {
 	b.ReportMetric(float64(percentile(serialLat, 0.5).Microseconds()), "serial-p50-µs")
 	tr.report(b)
 }
+
+// BenchmarkOldElement is BENCH.md's (e) in-process: after the import and 100 single-field commits, one random
+// element of the array at revision 50 (the import is revision 1) read through DB.Get and written as JSON, as the
+// suite does. "warm" cycles through 4,096 elements it has read once (their nodes are cached); "cold" reads b.N random
+// elements once each after reopening the database (an empty node cache; the OS page cache as it comes).
+func BenchmarkOldElement(b *testing.B) {
+	for _, n := range []int{1_000, 1_000_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			if n >= 1_000_000 && testing.Short() {
+				b.Skip("1M elements (96 MB of JSON) under -short")
+			}
+			s := importWorkload(b, n)
+			defer func() { s.db.Close(); os.RemoveAll(filepath.Dir(s.path)) }()
+			for s.commits < 100 {
+				s.commit(b)
+			}
+			ctx := context.Background()
+			ref := Ref{Revision: 51}
+			r := rand.New(rand.NewPCG(3, 4))
+			ptrs := make([]revision.Pointer, 4096)
+			for i := range ptrs {
+				ptrs[i] = revision.Pointer{fmt.Sprint(r.IntN(n))}
+			}
+			read := func(b *testing.B, p revision.Pointer) {
+				v, _, err := s.db.Get(ctx, ref, "users", p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.db.Forest().JSON(ctx, v); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Run("warm", func(b *testing.B) {
+				for _, p := range ptrs {
+					read(b, p)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					read(b, ptrs[i%len(ptrs)])
+				}
+			})
+			b.Run("cold", func(b *testing.B) {
+				if err := s.db.Close(); err != nil {
+					b.Fatal(err)
+				}
+				bo, err := store.OpenBolt(s.path, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if s.db, err = Open(ctx, bo, nil); err != nil {
+					b.Fatal(err)
+				}
+				s.bolt = bo
+				cold := make([]revision.Pointer, b.N)
+				for i := range cold {
+					cold[i] = revision.Pointer{fmt.Sprint(r.IntN(n))}
+				}
+				b.ResetTimer()
+				for _, p := range cold {
+					read(b, p)
+				}
+			})
+		})
+	}
+}

@@ -95,6 +95,7 @@ type Bolt struct {
 	// truncated under us, or in Commit). Its Close would then wait forever, so Close closes the file instead. Calls
 	// already waiting inside bbolt for those locks stay blocked.
 	wedged atomic.Bool
+	revs   revCache // decoded revision records (see revCache)
 }
 
 var _ NodeStore = (*Bolt)(nil)

@@ -128,7 +128,19 @@ func getRev(key, v []byte) (uint64, bool, error) {
 }
 
 func (c *boltCat) Revision(n uint64) (RevisionRecord, error) {
-	r, err := getJSON[RevisionRecord](c.bucket(bucketRevs), BE64(n))
+	bk := c.bucket(bucketRevs)
+	var raw []byte
+	if bk != nil {
+		if raw = bk.Get(BE64(n)); raw != nil {
+			if r, ok := c.b.revs.get(n, raw); ok {
+				return r, nil
+			}
+		}
+	}
+	r, err := getJSON[RevisionRecord](bk, BE64(n))
+	if err == nil && r.Number == n {
+		c.b.revs.put(n, raw, r)
+	}
 	if err == nil && r.Number != n {
 		return r, fmt.Errorf("%w: the record stored as revision %d says it is revision %d", ErrCorruptNode, n, r.Number)
 	}

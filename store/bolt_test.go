@@ -770,3 +770,60 @@ func BenchmarkBoltGetNodes(b *testing.B) {
 		}
 	}
 }
+
+// TestBoltRevisionCache: revision records are served from a cache of decoded records only while the stored bytes are
+// the ones they were decoded from, and callers get copies.
+func TestBoltRevisionCache(t *testing.T) {
+	ctx := context.Background()
+	b := openBolt(t, filepath.Join(t.TempDir(), "revs.strata"), nil)
+	defer b.Close()
+	add := func(rec store.RevisionRecord) {
+		t.Helper()
+		if err := b.Update(ctx, func(tx store.CatalogTx) error { return tx.AddRevision(rec) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(n uint64) (store.RevisionRecord, error) {
+		var rec store.RevisionRecord
+		err := b.View(ctx, func(c store.CatalogReader) error {
+			var err error
+			rec, err = c.Revision(n)
+			return err
+		})
+		return rec, err
+	}
+	add(store.RevisionRecord{Number: 1, Root: []byte{1}, Branch: "main", Message: "one"})
+	add(store.RevisionRecord{Number: 2, Root: []byte{2}, Parents: []uint64{1}, Branch: "main", Message: "two", Resources: []string{"a"}})
+	for i := 0; i < 2; i++ { // a miss, then a hit
+		got, err := read(2)
+		if err != nil || got.Message != "two" || got.Parents[0] != 1 || got.Resources[0] != "a" || got.Root[0] != 2 {
+			t.Fatalf("read %d: %+v, %v", i, got, err)
+		}
+		got.Parents[0], got.Resources[0], got.Root[0] = 9, "changed by the caller", 9 // must not reach the cache
+	}
+	// A record read inside a transaction that rolls back is cached, and must not answer for the one committed later.
+	errRollback := errors.New("roll back")
+	err := b.Update(ctx, func(tx store.CatalogTx) error {
+		if err := tx.AddRevision(store.RevisionRecord{Number: 3, Root: []byte{3}, Branch: "main", Message: "rolled back"}); err != nil {
+			return err
+		}
+		if got, err := tx.Revision(3); err != nil || got.Message != "rolled back" {
+			t.Fatalf("revision 3 inside its transaction: %+v, %v", got, err)
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+	add(store.RevisionRecord{Number: 3, Root: []byte{4}, Branch: "main", Message: "three"})
+	if got, err := read(3); err != nil || got.Message != "three" || got.Root[0] != 4 {
+		t.Fatalf("revision 3 read as %+v, %v", got, err)
+	}
+	// A revision garbage collection removed is gone, though it was cached.
+	if err := b.Update(ctx, func(tx store.CatalogTx) error { return tx.DeleteRevision(2) }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := read(2); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted revision 2 read as %+v, %v", got, err)
+	}
+}
