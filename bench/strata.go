@@ -184,14 +184,25 @@ func (s *strataSystem) jqLiteral(ctx context.Context, k, i int) ([]byte, error) 
 	return res.Results[0], nil
 }
 
-// mcpRead calls the read tool through an MCP client connected to a server over the go-sdk's in-memory transport.
+// mcpRead calls the read tool through an MCP client (the go-sdk's) connected to the server over OS pipes, the way
+// a client talks to `strata mcp` over stdio.
 func (s *strataSystem) mcpRead(ctx context.Context, k, i int) ([]byte, error) {
 	if s.cs == nil {
 		srv, err := mcp.NewServer(s.dir, mcp.Config{Writes: mcp.WritesOff, Principal: "bench"})
 		if err != nil {
 			return nil, err
 		}
-		st, ct := mcpsdk.NewInMemoryTransports()
+		// Two OS pipes, as a client's stdio to a `strata mcp` process: every message crosses the kernel.
+		toServer, fromClient, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		toClient, fromServer, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		st := &mcpsdk.IOTransport{Reader: toServer, Writer: fromServer}
+		ct := &mcpsdk.IOTransport{Reader: toClient, Writer: fromClient}
 		if s.ss, err = srv.Connect(ctx, st, nil); err != nil {
 			return nil, err
 		}
