@@ -426,7 +426,7 @@ type storageState struct {
 	usedBytes int64
 }
 
-func (s *storageState) commit(b *testing.B) {
+func (s *storageState) commit(b testing.TB) {
 	i := s.r.IntN(s.n)
 	t0 := time.Now()
 	res, err := s.db.Patch(context.Background(), "users", patchOp(fmt.Sprintf("/%d/score", i), s.commits+1000), WriteOptions{})
@@ -491,7 +491,7 @@ func BenchmarkStoragePerRevision(b *testing.B) {
 	}
 }
 
-func importWorkload(b *testing.B, n int) *storageState {
+func importWorkload(b testing.TB, n int) *storageState {
 	b.Helper()
 	dir, err := os.MkdirTemp("", "strata-bench-storage-")
 	if err != nil {
