@@ -136,6 +136,14 @@ func TestHostileQueries(t *testing.T) {
 		t0 := time.Now()
 		r, err := e.Query(ctx, db, snapshots.Ref{}, Request{Resource: "doc", Program: c.prog})
 		took := time.Since(t0)
+		if took > timeout+500*time.Millisecond {
+			// Once more: on a loaded machine (CI runs every package's tests at once, under -race) a process can
+			// be starved for a moment; a program that overruns its deadline overruns it every time.
+			t.Logf("%s %q: took %v; once more", c.kind, name, took)
+			t0 = time.Now()
+			r, err = e.Query(ctx, db, snapshots.Ref{}, Request{Resource: "doc", Program: c.prog})
+			took = time.Since(t0)
+		}
 		var qe *QueryError
 		switch {
 		case err == nil:
@@ -239,9 +247,16 @@ func TestLongNumbers(t *testing.T) {
 	db := newDB(t)
 	put(t, db, "doc", `{"n":`+strings.Repeat("7", 1_000_000)+`,"items":[1,2,3],"pad":"`+strings.Repeat("p", 2000)+`"}`)
 	e := newEngine(t, Options{Timeout: time.Second})
-	t0 := time.Now()
-	_, err := e.Query(ctx, db, snapshots.Ref{}, Request{Resource: "doc", Program: `select(.n == 5) | .items`})
-	if took := time.Since(t0); !errors.Is(err, ErrTimeout) || took > 1500*time.Millisecond {
+	var err error
+	var took time.Duration
+	for try := 0; try < 2; try++ { // a second try only if the first overran (see TestHostileQueries)
+		t0 := time.Now()
+		_, err = e.Query(ctx, db, snapshots.Ref{}, Request{Resource: "doc", Program: `select(.n == 5) | .items`})
+		if took = time.Since(t0); took <= 1500*time.Millisecond {
+			break
+		}
+	}
+	if !errors.Is(err, ErrTimeout) || took > 1500*time.Millisecond {
 		t.Errorf("comparison with a million-digit number: %v after %v", err, took)
 	}
 	r, err := e.Query(ctx, db, snapshots.Ref{}, Request{Resource: "doc", Program: `.items | map(. * 2)`})
