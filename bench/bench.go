@@ -109,16 +109,20 @@ func (o *Options) reps(n int) int {
 	}
 }
 
-// concurrentCommits is how many commits each phase of (j) makes.
-func (o *Options) concurrentCommits(n int) int {
+// concurrentCommits is how many commits each phase of (j) makes, given the system's median commit (ms): fewer,
+// down to 16, for a system whose commits take so long that the two phases would run past a minute.
+func (o *Options) concurrentCommits(n int, commitMs float64) int {
+	m := 64
 	switch {
 	case o.Quick:
-		return 32
+		m = 32
 	case n >= 1_000_000:
-		return 16
-	default:
-		return 64
+		m = 16
 	}
+	if commitMs > 0 {
+		m = min(m, max(16, int(30_000/commitMs)/8*8))
+	}
+	return m
 }
 
 // Measurement is one figure: a sample of one run, or a statistic over the runs.
@@ -613,7 +617,7 @@ func runOne(ctx context.Context, o *Options, rep *Report, name string, s system,
 	// (j)
 	if cc, ok := s.(concurrentCommitter); ok {
 		step("N=%d: %s, concurrent writers", n, name)
-		ratio, err := concurrency(ctx, cc, n, o.concurrentCommits(n))
+		ratio, err := concurrency(ctx, cc, n, o.concurrentCommits(n, Summarize(lat).Median))
 		if err != nil {
 			return fmt.Errorf("concurrent: %w", err)
 		}

@@ -124,22 +124,60 @@ func (s *shell) close() error {
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
+// shellPool holds the client sessions of (j): one per concurrent writer, opened on first use, each used by one
+// writer at a time.
+type shellPool struct {
+	open func() (*shell, error)
+	mu   sync.Mutex
+	idle []*shell
+	all  []*shell
+}
+
+// do runs fn on an idle session, opening one if none is idle.
+func (p *shellPool) do(fn func(*shell) error) error {
+	p.mu.Lock()
+	var sh *shell
+	if n := len(p.idle); n > 0 {
+		sh, p.idle = p.idle[n-1], p.idle[:n-1]
+	}
+	p.mu.Unlock()
+	if sh == nil {
+		var err error
+		if sh, err = p.open(); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.all = append(p.all, sh)
+		p.mu.Unlock()
+	}
+	err := fn(sh)
+	p.mu.Lock()
+	p.idle = append(p.idle, sh)
+	p.mu.Unlock()
+	return err
+}
+
+func (p *shellPool) close() {
+	for _, sh := range p.all {
+		sh.close()
+	}
+	p.all, p.idle = nil, nil
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 
 // sqliteSystem is SQLite through the sqlite3 shell: a history table holding the whole document per revision, WAL,
 // synchronous=FULL. A commit is one INSERT … SELECT json_set(…) of the newest row.
 type sqliteSystem struct {
-	bin  string
-	path string
-	sh   *shell
+	bin     string
+	path    string
+	sh      *shell
+	writers shellPool // (j): more sqlite3 processes on the same file
 }
 
 func (s *sqliteSystem) open(_ context.Context, dir string) error {
 	s.path = filepath.Join(dir, "bench.sqlite")
-	cmd := exec.Command(s.bin, "-batch", s.path)
-	sh, err := startShell(cmd, "SELECT '"+endMark+"';", func(l string) bool {
-		return strings.HasPrefix(l, "Error") || strings.HasPrefix(l, "Parse error") || strings.HasPrefix(l, "Runtime error")
-	})
+	sh, err := s.startShell()
 	if err != nil {
 		return err
 	}
@@ -149,6 +187,12 @@ CREATE TABLE history(rev INTEGER PRIMARY KEY, doc TEXT NOT NULL);
 CREATE TABLE labels(name TEXT PRIMARY KEY, rev INTEGER NOT NULL);
 CREATE TABLE branches(name TEXT PRIMARY KEY, rev INTEGER NOT NULL);`, nil)
 	return err
+}
+
+func (s *sqliteSystem) startShell() (*shell, error) {
+	return startShell(exec.Command(s.bin, "-batch", s.path), "SELECT '"+endMark+"';", func(l string) bool {
+		return strings.HasPrefix(l, "Error") || strings.HasPrefix(l, "Parse error") || strings.HasPrefix(l, "Runtime error")
+	})
 }
 
 func (s *sqliteSystem) load(_ context.Context, d *doc) error {
@@ -201,7 +245,30 @@ func (s *sqliteSystem) jq(_ context.Context, k int) (int, error) {
 	return s.sh.count(fmt.Sprintf("SELECT count(*) FROM history, json_each(history.doc) AS e WHERE history.rev = %d AND json_extract(e.value, '$.score') > 90;", k))
 }
 
+// concurrentCommit makes one more revision from its own sqlite3 process. SQLite lets one writer in at a time:
+// the others wait on its lock (busy_timeout), and each commit is its own WAL fsync.
+func (s *sqliteSystem) concurrentCommit(_ context.Context, i, score int) error {
+	if s.writers.open == nil {
+		s.writers.open = func() (*shell, error) {
+			sh, err := s.startShell()
+			if err != nil {
+				return nil, err
+			}
+			if _, err := sh.exec("PRAGMA synchronous=FULL; PRAGMA busy_timeout=600000;", nil); err != nil {
+				sh.close()
+				return nil, err
+			}
+			return sh, nil
+		}
+	}
+	return s.writers.do(func(sh *shell) error {
+		_, err := sh.exec(fmt.Sprintf("BEGIN IMMEDIATE; INSERT INTO history SELECT rev+1, json_set(doc, '$[%d].score', %d) FROM history WHERE rev = (SELECT max(rev) FROM history); COMMIT;", i, score), nil)
+		return err
+	})
+}
+
 func (s *sqliteSystem) close() error {
+	s.writers.close()
 	if s.sh != nil {
 		return s.sh.close()
 	}
