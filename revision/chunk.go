@@ -2,7 +2,9 @@ package revision
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/strata-db/strata/revision/internal/codec"
 	"github.com/zeebo/xxh3"
@@ -31,10 +33,33 @@ func cutAt(id string, level int, start, end int) bool {
 	if end >= maxChunk {
 		return true
 	}
+	return cutDecision(xxh3.HashStringSeed(id, 0x5bd1e995+uint64(level)*0x9e3779b97f4a7c15), start, end)
+}
+
+// cutDecision is cutAt's draw for an entry whose hash is h, once the size limits have been applied. It first tries to
+// decide without math.Pow and math.Exp: the cut probability p = 1 - exp(a-b) is at most b-a (a, b the Weibull terms
+// of start and end), so a hash at or above (b-a)·2^64, with a margin far wider than the rounding errors of either
+// computation, never cuts. Only the hashes below that bound (about p of them) take the exact formula, so every
+// decision is the formula's own.
+func cutDecision(h uint64, start, end int) bool {
+	if weibullK != 4 {
+		return cutFormula(h, start, end)
+	}
+	x0 := float64(start) / weibullLambda
+	x1 := float64(end) / weibullLambda
+	// b-a = x1^4 - x0^4, factored to avoid cancellation.
+	d := (x1 - x0) * (x1 + x0) * (x1*x1 + x0*x0)
+	if float64(h) >= (d*(1+1e-9)+1e-9)*(1<<64) {
+		return false
+	}
+	return cutFormula(h, start, end)
+}
+
+// cutFormula is the cut probability as the format defines it, compared with the hash.
+func cutFormula(h uint64, start, end int) bool {
 	a := math.Pow(float64(start)/weibullLambda, weibullK)
 	b := math.Pow(float64(end)/weibullLambda, weibullK)
 	p := 1 - math.Exp(a-b) // P(cut in (start, end] | no cut before start)
-	h := xxh3.HashStringSeed(id, 0x5bd1e995+uint64(level)*0x9e3779b97f4a7c15)
 	return float64(h) < p*(1<<64)
 }
 
@@ -45,14 +70,22 @@ type chunker struct {
 	buf      []byte
 	n        int
 	count    uint64
-	csize    uint64
+	csize    uint64 // in node mode, leaves' sizes are computed when the node is cut
 	firstKey string
+	children []codec.Child // node mode, inner levels: the children of the node being built
 	// onCut receives each node as it is cut.
 	onCut func(c codec.Child, raw string) error
+	// onNode, when set instead of onCut (node mode), receives each node decoded, without parsing it again.
+	onNode func(c codec.Child, n *codec.Node) error
 }
 
 func newChunker(kind byte, level int, onCut func(codec.Child, string) error) *chunker {
 	return &chunker{kind: kind, level: level, onCut: onCut}
+}
+
+// newNodeChunker returns a chunker in node mode whose entries are encoded in buf (an empty buffer to reuse).
+func newNodeChunker(kind byte, level int, buf []byte, onNode func(codec.Child, *codec.Node) error) *chunker {
+	return &chunker{kind: kind, level: level, buf: buf[:0], onNode: onNode}
 }
 
 func (c *chunker) size() int {
@@ -72,16 +105,20 @@ func (c *chunker) addEntry(key, val string) error {
 	c.buf = codec.AppendEntry(c.buf, c.kind, key, val)
 	c.n++
 	c.count++
-	es := codec.ValueSize(val)
 	id := val
 	if c.kind == codec.NodeObjLeaf {
-		es += 3 + codec.EscapedLen(key)
 		id = key
 	}
-	if c.n > 1 {
-		es++
+	if c.onNode == nil {
+		es := codec.ValueSize(val)
+		if c.kind == codec.NodeObjLeaf {
+			es += 3 + codec.EscapedLen(key)
+		}
+		if c.n > 1 {
+			es++
+		}
+		c.csize += es
 	}
-	c.csize += es
 	if cutAt(id, c.level, start, c.size()) {
 		return c.cut()
 	}
@@ -101,10 +138,57 @@ func (c *chunker) addChild(ch codec.Child) error {
 	if c.n > 1 && c.kind != codec.NodeStrInner {
 		c.csize++
 	}
+	if c.onNode != nil {
+		c.children = append(c.children, ch)
+	}
 	if cutAt(string(ch.Hash[:]), c.level, start, c.size()) {
 		return c.cut()
 	}
 	return nil
+}
+
+// addPrefix appends the first k entries or children of old, a node of this chunker's kind and level, to an empty
+// chunker in node mode, as one block of old's bytes. This is only valid because the chunker starts where old starts
+// (an old boundary) and old is canonical: fed one by one, the same entries would meet the same sizes and hashes, so
+// no cut falls among them (old continues past them). k must be less than old.Len().
+func (c *chunker) addPrefix(old *codec.Node, k int) {
+	if k == 0 {
+		return
+	}
+	if c.n != 0 || c.onNode == nil || old.Kind != c.kind || old.Level != c.level || k >= old.Len() {
+		panic("internal error: addPrefix on a chunker that is not fresh, or past the node")
+	}
+	off := 1 + codec.UvarintLen(uint64(old.Len()))
+	if old.Level > 0 {
+		off++
+	}
+	end := off
+	if old.Level == 0 {
+		for _, e := range old.Entries[:k] {
+			end += len(e.Val)
+			if c.kind == codec.NodeObjLeaf {
+				end += codec.UvarintLen(uint64(len(e.Key))) + len(e.Key)
+			}
+		}
+		c.count = uint64(k)
+		c.firstKey = old.Entries[0].Key
+	} else {
+		for _, ch := range old.Children[:k] {
+			end += codec.HashLen + codec.UvarintLen(ch.Count) + codec.UvarintLen(ch.CSize)
+			if c.kind == codec.NodeObjInner {
+				end += codec.UvarintLen(uint64(len(ch.Key))) + len(ch.Key)
+			}
+			c.count += ch.Count
+			c.csize += ch.CSize
+		}
+		if c.kind != codec.NodeStrInner {
+			c.csize += uint64(k - 1)
+		}
+		c.children = append(c.children, old.Children[:k]...)
+		c.firstKey = old.Children[0].Key
+	}
+	c.buf = append(c.buf, old.Raw[off:end]...)
+	c.n = k
 }
 
 // pending reports whether entries wait for a boundary.
@@ -122,10 +206,25 @@ func (c *chunker) cut() error {
 	}
 	raw = codec.AppendUvarint(raw, uint64(c.n))
 	raw = append(raw, c.buf...)
+	s := unsafeString(raw) // raw is never written again
 	ch := codec.Child{Key: c.firstKey, Hash: sha256.Sum256(raw), Count: c.count, CSize: c.csize}
 	c.buf = c.buf[:0]
 	c.n, c.count, c.csize, c.firstKey = 0, 0, 0, ""
-	return c.onCut(ch, string(raw))
+	if c.onNode == nil {
+		return c.onCut(ch, s)
+	}
+	var n *codec.Node
+	if c.level == 0 {
+		var err error
+		if n, ch.CSize, err = codec.ParseLeafSized(s); err != nil {
+			return fmt.Errorf("internal error: built a node that does not decode: %v", err)
+		}
+	} else {
+		n = &codec.Node{Kind: c.kind, Level: c.level, Children: slices.Clone(c.children), Raw: s}
+		clear(c.children) // do not hold on to the keys
+		c.children = c.children[:0]
+	}
+	return c.onNode(ch, n)
 }
 
 // builder builds one new tree from its entries in order. It holds back the first node of each level until a second

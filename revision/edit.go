@@ -3,6 +3,7 @@ package revision
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/strata-db/strata/revision/internal/codec"
 	"github.com/strata-db/strata/store"
@@ -40,7 +41,16 @@ func (t *txn) newNodes(root Value) ([]store.Node, error) {
 	visit = func(enc string) error {
 		return codec.WalkRefs(enc, func(ref codec.Ref) error { return visitNode(ref.Hash) })
 	}
+	// Most children are old nodes: a bitmap of the first bytes of the overlay's hashes turns them away before the
+	// map lookup.
+	var first [4]uint64
+	for h := range t.overlay {
+		first[h[0]>>6] |= 1 << (h[0] & 63)
+	}
 	visitNode = func(h store.Hash) error {
+		if first[h[0]>>6]&(1<<(h[0]&63)) == 0 {
+			return nil
+		}
 		n, ok := t.overlay[h]
 		if !ok || seen[h] {
 			return nil
@@ -51,6 +61,9 @@ func (t *txn) newNodes(root Value) ([]store.Node, error) {
 			if err := visitNode(c.Hash); err != nil {
 				return err
 			}
+		}
+		if n.NoRefs {
+			return nil
 		}
 		for _, e := range n.Entries {
 			if err := visit(e.Val); err != nil {
@@ -86,16 +99,26 @@ func (t *txn) replaceLeaf(loc located, newEntries []codec.Entry) (Value, error) 
 	end[0].idx = len(end[0].node.Entries) - 1 // the whole old leaf is replaced
 	h := len(start) - 1
 	var repl []codec.Child
+	scratch := chunkBufs.Get().(*chunkBuf)
+	defer func() {
+		if cap(scratch.b) <= 1<<20 { // an outsized entry grew it: let it go
+			chunkBufs.Put(scratch)
+		}
+	}()
 	for l := 0; l <= h; l++ {
 		kind := loc.leafKind
 		if l > 0 {
 			kind = codec.InnerKind(loc.leafKind)
 		}
 		var out []codec.Child
-		ch := newChunker(kind, l, func(c codec.Child, raw string) error {
+		ch := newNodeChunker(kind, l, scratch.b, func(c codec.Child, n *codec.Node) error {
 			out = append(out, c)
-			return t.emit(c, raw)
+			if _, ok := t.overlay[c.Hash]; !ok {
+				t.overlay[c.Hash] = n
+			}
+			return nil
 		})
+		ch.children = scratch.children[:0]
 		feedFrom := func(n *codec.Node, from int) error {
 			if l == 0 {
 				for _, e := range n.Entries[from:] {
@@ -113,18 +136,21 @@ func (t *txn) replaceLeaf(loc located, newEntries []codec.Entry) (Value, error) 
 			return nil
 		}
 		if l == 0 {
-			for _, e := range newEntries {
+			// The entries before the first one that changed start the old leaf: they go in as one block.
+			old := start[0].node
+			k := 0
+			for k < len(newEntries) && k < len(old.Entries)-1 && newEntries[k] == old.Entries[k] {
+				k++
+			}
+			ch.addPrefix(old, k)
+			for _, e := range newEntries[k:] {
 				if err := ch.addEntry(e.Key, e.Val); err != nil {
 					return Value{}, err
 				}
 			}
 		} else {
 			p := start[l]
-			for _, c := range p.node.Children[:p.idx] {
-				if err := ch.addChild(c); err != nil {
-					return Value{}, err
-				}
-			}
+			ch.addPrefix(p.node, p.idx)
 			for _, c := range repl {
 				if err := ch.addChild(c); err != nil {
 					return Value{}, err
@@ -151,10 +177,21 @@ func (t *txn) replaceLeaf(loc located, newEntries []codec.Entry) (Value, error) 
 		if err := ch.cut(); err != nil {
 			return Value{}, err
 		}
+		scratch.b, scratch.children = ch.buf[:0], ch.children[:0]
 		repl = out
 	}
 	return t.topValue(loc.leafKind, h, repl)
 }
+
+// chunkBuf is the scratch space of a chunker in replaceLeaf: every node is copied out of it when cut.
+type chunkBuf struct {
+	b        []byte
+	children []codec.Child
+}
+
+var chunkBufs = sync.Pool{New: func() any {
+	return &chunkBuf{b: make([]byte, 0, maxChunk+maxInlineS), children: make([]codec.Child, 0, 256)}
+}}
 
 // advance moves end[l] to the next node of level l and returns it, or nil at the end of the sequence. It moves the
 // positions above as needed; end[l+1] then names the parent entry of the returned node.

@@ -24,6 +24,8 @@ type Node struct {
 	Children []Child
 	Frag     string // NodeStrLeaf only
 	Raw      string // the canonical bytes
+	// NoRefs is set on leaves decoded by ParseLeafSized when no entry holds a tree reference (false: unknown).
+	NoRefs bool
 }
 
 // IsLeaf reports whether the node holds entries rather than children.
@@ -96,6 +98,46 @@ func ParseNode(raw string) (*Node, error) {
 		return nil, fmt.Errorf("%w: kind %d node of %d bytes does not decode", ErrMalformed, n.Kind, len(raw))
 	}
 	return n, nil
+}
+
+// ParseLeafSized is ParseNode for a leaf node (NodeObjLeaf or NodeArrLeaf) that also returns the compact JSON size
+// of its entries joined by commas (what an inner entry records as CSize), and sets NoRefs when no entry holds a tree
+// reference at any depth. It is meant for nodes just built from well-formed values.
+func ParseLeafSized(raw string) (*Node, uint64, error) {
+	r := Reader{S: raw}
+	n := &Node{Raw: raw, Kind: r.Byte()}
+	if n.Kind != NodeObjLeaf && n.Kind != NodeArrLeaf {
+		return nil, 0, fmt.Errorf("%w: kind %d is not a leaf with entries", ErrMalformed, n.Kind)
+	}
+	cnt := r.Uvarint()
+	if cnt > uint64(len(raw)) {
+		return nil, 0, fmt.Errorf("%w: entry count %d exceeds node size", ErrMalformed, cnt)
+	}
+	n.Entries = make([]Entry, 0, cnt)
+	var size uint64
+	refs := false
+	for k := uint64(0); k < cnt && !r.Bad; k++ {
+		var e Entry
+		if n.Kind == NodeObjLeaf {
+			e.Key = r.Str(r.Uvarint())
+			size += 3 + EscapedLen(e.Key) // quotes and colon
+		}
+		start := r.I
+		size += valueSize(&r, &refs)
+		if r.Bad {
+			break
+		}
+		e.Val = raw[start:r.I]
+		n.Entries = append(n.Entries, e)
+	}
+	if !r.Done() {
+		return nil, 0, fmt.Errorf("%w: kind %d node of %d bytes does not decode", ErrMalformed, n.Kind, len(raw))
+	}
+	if cnt > 0 {
+		size += cnt - 1 // commas
+	}
+	n.NoRefs = !refs
+	return n, size, nil
 }
 
 // AppendChild appends the encoding of one inner entry for a node of the given kind.
