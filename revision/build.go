@@ -2,11 +2,14 @@ package revision
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/strata-db/strata/revision/internal/codec"
@@ -25,10 +28,51 @@ const spillBytes = 64 << 10
 type frame struct {
 	obj  bool
 	buf  []byte
-	offs []int // start of each buffered entry in buf
+	ents []entry // the buffered entries, in buf order until an object's are sorted
 	b    *builder
 	n    int // entries so far, spilled ones included
 }
+
+// entry is where one buffered entry lies in its frame's buf, and what the builder already knows about it, so that
+// nothing has to decode it again.
+type entry struct {
+	val  int    // where the value begins; for objects, the key is buf[val-klen : val], after its length
+	end  int    // just past the value
+	klen int    // length of the key (objects)
+	kpre uint64 // objects: the key's first 8 bytes, big-endian, zero-padded (ordered as the keys are, unless equal)
+	size uint64 // the entry's length as compact JSON: for objects, with the quoted key and the colon
+}
+
+func (f *frame) key(e *entry) string { return unsafeString(f.buf[e.val-e.klen : e.val]) }
+
+// start is where the entry begins in buf: at the key's length for objects.
+func (f *frame) start(e *entry) int {
+	if !f.obj {
+		return e.val
+	}
+	return e.val - e.klen - codec.UvarintLen(uint64(e.klen))
+}
+
+// keyLess orders members by key bytes.
+func (f *frame) keyLess(a, b *entry) bool {
+	if a.kpre != b.kpre {
+		return a.kpre < b.kpre
+	}
+	return f.key(a) < f.key(b)
+}
+
+// escLen is the length of the string b inside a JSON string, given whether the scanner decoded it from escapes:
+// if not, b is a valid JSON string's text as written, where no byte needs escaping.
+func escLen(b []byte, escaped bool) uint64 {
+	if !escaped {
+		return uint64(len(b))
+	}
+	return codec.EscapedLen(unsafeString(b))
+}
+
+// checkSizes makes every value's compact JSON size, as the builder carries it, be checked against a walk of its
+// encoding (tests set it).
+var checkSizes bool
 
 // tokenBuilder turns a stream of JSON tokens into a Value, writing the nodes of large containers through emit.
 type tokenBuilder struct {
@@ -36,6 +80,8 @@ type tokenBuilder struct {
 	stack []frame
 	depth int
 	root  []byte
+	// escaped says whether the string of the current String or Key token was decoded from escape sequences.
+	escaped bool
 }
 
 func newTokenBuilder(emit func(codec.Child, string) error) *tokenBuilder {
@@ -55,16 +101,26 @@ func (tb *tokenBuilder) startValue() {
 	if tb.depth > 0 {
 		f := &tb.stack[tb.depth-1]
 		if !f.obj {
-			f.offs = append(f.offs, len(f.buf))
+			o := len(f.buf)
+			f.ents = append(f.ents, entry{val: o, end: o})
 			f.n++
 		}
 	}
 }
 
-// endValue spills a large array into its builder.
-func (tb *tokenBuilder) endValue() error {
+// endValue records the end and compact JSON size of the value just appended, and spills a large array into its
+// builder.
+func (tb *tokenBuilder) endValue(size uint64) error {
 	if tb.depth > 0 {
 		f := &tb.stack[tb.depth-1]
+		e := &f.ents[len(f.ents)-1]
+		e.end = len(f.buf)
+		e.size += size
+		if checkSizes {
+			if want := codec.ValueSize(unsafeString(f.buf[e.val:e.end])); want != size {
+				panic(fmt.Sprintf("internal error: value size %d, its encoding says %d", size, want))
+			}
+		}
 		if !f.obj && len(f.buf) > spillBytes {
 			return tb.spill(f)
 		}
@@ -76,26 +132,30 @@ func (tb *tokenBuilder) spill(f *frame) error {
 	if f.b == nil {
 		f.b = newBuilder(codec.NodeArrLeaf, tb.emit)
 	}
-	s := string(f.buf)
-	for i, o := range f.offs {
-		end := len(s)
-		if i+1 < len(f.offs) {
-			end = f.offs[i+1]
-		}
-		if err := f.b.addEntry("", s[o:end]); err != nil {
+	// The chunker copies what it keeps, so the entries can be handed over as views of buf.
+	s := unsafeString(f.buf)
+	for i := range f.ents {
+		e := &f.ents[i]
+		if err := f.b.addSized("", s[e.val:e.end], e.size); err != nil {
 			return err
 		}
 	}
-	f.buf, f.offs = f.buf[:0], f.offs[:0]
+	f.buf, f.ents = f.buf[:0], f.ents[:0]
 	return nil
 }
 
 func (tb *tokenBuilder) key(k []byte) {
 	f := &tb.stack[tb.depth-1]
-	f.offs = append(f.offs, len(f.buf))
-	f.n++
 	f.buf = codec.AppendUvarint(f.buf, uint64(len(k)))
 	f.buf = append(f.buf, k...)
+	var pre [8]byte
+	copy(pre[:], k)
+	size := 3 + escLen(k, tb.escaped) // quotes and colon
+	if checkSizes && size != 3+codec.EscapedLen(string(k)) {
+		panic(fmt.Sprintf("internal error: key %q size %d", k, size))
+	}
+	f.ents = append(f.ents, entry{val: len(f.buf), klen: len(k), kpre: binary.BigEndian.Uint64(pre[:]), size: size})
+	f.n++
 }
 
 func (tb *tokenBuilder) open(obj bool) {
@@ -104,7 +164,7 @@ func (tb *tokenBuilder) open(obj bool) {
 		tb.stack = append(tb.stack, frame{})
 	}
 	f := &tb.stack[tb.depth]
-	f.obj, f.buf, f.offs, f.b, f.n = obj, f.buf[:0], f.offs[:0], nil, 0
+	f.obj, f.buf, f.ents, f.b, f.n = obj, f.buf[:0], f.ents[:0], nil, 0
 	tb.depth++
 }
 
@@ -120,77 +180,69 @@ func (tb *tokenBuilder) close() error {
 			return err
 		}
 	}
-	if f.b == nil && 1+codec.UvarintLen(uint64(len(f.offs)))+len(f.buf) <= maxInline {
+	if f.b == nil && 1+codec.UvarintLen(uint64(len(f.ents)))+len(f.buf) <= maxInline {
 		// Small: inline, written straight into the parent.
 		*out = append(*out, codec.InlineTag(leafKind))
-		*out = codec.AppendUvarint(*out, uint64(len(f.offs)))
+		*out = codec.AppendUvarint(*out, uint64(len(f.ents)))
+		size := uint64(2)
+		if len(f.ents) > 0 {
+			size += uint64(len(f.ents) - 1) // commas
+		}
+		for i := range f.ents {
+			size += f.ents[i].size
+		}
 		if !f.obj {
 			*out = append(*out, f.buf...)
 		} else {
-			for i, o := range f.offs {
-				*out = append(*out, f.buf[o:entryEnd(f, i)]...)
+			for i := range f.ents {
+				e := &f.ents[i]
+				*out = append(*out, f.buf[f.start(e):e.end]...)
 			}
 		}
-		return tb.endValue()
+		return tb.endValue(size)
 	}
 	if f.b == nil {
 		f.b = newBuilder(leafKind, tb.emit)
 	}
 	if f.obj {
-		s := string(f.buf)
-		for i, o := range f.offs {
-			r := codec.Reader{S: s, I: o}
-			k := r.Str(r.Uvarint())
-			if err := f.b.addEntry(k, s[r.I:entryEnd(f, i)]); err != nil {
+		s := unsafeString(f.buf)
+		for i := range f.ents {
+			e := &f.ents[i]
+			if err := f.b.addSized(s[e.val-e.klen:e.val], s[e.val:e.end], e.size); err != nil {
 				return err
 			}
 		}
 	} else if err := tb.spill(f); err != nil {
 		return err
 	}
-	v, err := f.b.finish()
+	v, size, err := f.b.finishSized()
 	if err != nil {
 		return err
 	}
 	f.b = nil
 	*out = append(*out, v.enc...)
-	return tb.endValue()
-}
-
-// entryEnd is the end of buffered entry i. Object entries are sorted by key, so their offsets are not in buffer
-// order: the end is found by decoding the entry.
-func entryEnd(f *frame, i int) int {
-	if !f.obj {
-		if i+1 < len(f.offs) {
-			return f.offs[i+1]
-		}
-		return len(f.buf)
-	}
-	r := codec.Reader{S: unsafeString(f.buf), I: f.offs[i]}
-	r.Str(r.Uvarint())
-	end, _ := codec.SkipValue(r.S, r.I)
-	return end
+	return tb.endValue(size)
 }
 
 // sortMembers orders an object's buffered members by key bytes and refuses duplicate keys.
 func (tb *tokenBuilder) sortMembers(f *frame) error {
-	s := unsafeString(f.buf)
-	keyAt := func(o int) string {
-		r := codec.Reader{S: s, I: o}
-		return r.Str(r.Uvarint())
-	}
-	offs := f.offs
-	if len(offs) < 12 {
-		for i := 1; i < len(offs); i++ {
-			for j := i; j > 0 && keyAt(offs[j]) < keyAt(offs[j-1]); j-- {
-				offs[j], offs[j-1] = offs[j-1], offs[j]
+	ents := f.ents
+	if len(ents) < 12 {
+		for i := 1; i < len(ents); i++ {
+			for j := i; j > 0 && f.keyLess(&ents[j], &ents[j-1]); j-- {
+				ents[j], ents[j-1] = ents[j-1], ents[j]
 			}
 		}
 	} else {
-		sort.Slice(offs, func(i, j int) bool { return keyAt(offs[i]) < keyAt(offs[j]) })
+		slices.SortFunc(ents, func(a, b entry) int {
+			if a.kpre != b.kpre {
+				return cmp.Compare(a.kpre, b.kpre)
+			}
+			return strings.Compare(f.key(&a), f.key(&b))
+		})
 	}
-	for i := 1; i < len(offs); i++ {
-		if k := keyAt(offs[i]); k == keyAt(offs[i-1]) {
+	for i := 1; i < len(ents); i++ {
+		if k := f.key(&ents[i]); ents[i].kpre == ents[i-1].kpre && k == f.key(&ents[i-1]) {
 			return &JSONError{Path: tb.pathOf(tb.depth).String(), Msg: fmt.Sprintf("duplicate key %q: an object may name each member only once", k)}
 		}
 	}
@@ -206,9 +258,7 @@ func (tb *tokenBuilder) pathOf(n int) Pointer {
 	for i := 0; i < n; i++ {
 		f := &tb.stack[i]
 		if f.obj {
-			o := f.offs[len(f.offs)-1]
-			r := codec.Reader{S: unsafeString(f.buf), I: o}
-			p = append(p, r.Str(r.Uvarint()))
+			p = append(p, strings.Clone(f.key(&f.ents[len(f.ents)-1])))
 		} else {
 			p = append(p, fmt.Sprint(f.n-1))
 		}
@@ -219,27 +269,35 @@ func (tb *tokenBuilder) pathOf(n int) Pointer {
 func (tb *tokenBuilder) scalar(k jsonscan.Kind, b []byte) error {
 	tb.startValue()
 	out := tb.out()
+	var size uint64
 	switch k {
 	case jsonscan.Null:
 		*out = append(*out, codec.TagNull)
+		size = 4
 	case jsonscan.True:
 		*out = append(*out, codec.TagTrue)
+		size = 4
 	case jsonscan.False:
 		*out = append(*out, codec.TagFalse)
+		size = 5
 	case jsonscan.Number:
+		// Written back as its text: an integer in its compact form only when the text is that integer's canonical form.
 		*out = codec.AppendNumber(*out, b)
+		size = uint64(len(b))
 	case jsonscan.String:
 		if len(b) <= maxInlineS {
 			*out = codec.AppendString(*out, b)
+			size = 2 + escLen(b, tb.escaped)
 		} else {
 			v, err := buildString(b, tb.emit)
 			if err != nil {
 				return err
 			}
 			*out = append(*out, v.enc...)
+			size = codec.ValueSize(v.enc) // a reference: it carries its size
 		}
 	}
-	return tb.endValue()
+	return tb.endValue(size)
 }
 
 // token feeds one token.
@@ -304,6 +362,7 @@ func scanInto(ctx context.Context, sc *jsonscan.Scanner, tb *tokenBuilder) (Valu
 			}
 			return Value{}, err
 		}
+		tb.escaped = sc.Escaped(b)
 		if err := tb.token(k, b); err != nil {
 			var je *JSONError
 			if errors.As(err, &je) && je.Line == 0 {
@@ -322,6 +381,7 @@ func (f *Forest) Import(ctx context.Context, r io.Reader) (Value, Stats, error) 
 	tb := newTokenBuilder(w.emit)
 	v, err := scanInto(ctx, jsonscan.New(r, MaxDepth), tb)
 	if err != nil {
+		w.wait() // its error, if any, matters less than the one that stopped the import
 		return Value{}, w.stats, err
 	}
 	if err := w.flush(); err != nil {
@@ -349,25 +409,65 @@ func (t *txn) parseDepth(data []byte, maxDepth int) (Value, error) {
 	return scanInto(t.ctx, jsonscan.NewBytes(data, maxDepth), newTokenBuilder(t.emit))
 }
 
-// batchWriter sends nodes to the store in batches.
+// batchWriter sends nodes to the store in batches. A full batch is written by a goroutine of its own while the
+// import goes on (compressing and storing overlap parsing and chunking); at most one batch is in flight, so memory
+// stays bounded by two batches.
 type batchWriter struct {
-	ctx   context.Context
-	ns    store.NodeWriter
-	batch []store.Node
-	bytes int
-	stats Stats
+	ctx      context.Context
+	ns       store.NodeWriter
+	batch    []store.Node
+	bytes    int
+	stats    Stats
+	inFlight chan putResult // the batch being written, or nil
+}
+
+type putResult struct {
+	st  Stats
+	err error
 }
 
 func (w *batchWriter) emit(c codec.Child, raw string) error {
 	w.batch = append(w.batch, store.Node{Hash: c.Hash, Data: []byte(raw)})
 	w.bytes += len(raw)
 	if w.bytes >= 4<<20 {
-		return w.flush()
+		return w.send()
 	}
 	return nil
 }
 
+// send hands the batch to a goroutine that writes it, once the previous one is written.
+func (w *batchWriter) send() error {
+	if err := w.wait(); err != nil {
+		return err
+	}
+	batch := w.batch
+	w.batch, w.bytes = make([]store.Node, 0, len(batch)), 0
+	done := make(chan putResult, 1)
+	w.inFlight = done
+	go func() {
+		st, err := w.ns.PutNodes(w.ctx, batch)
+		done <- putResult{st, err}
+	}()
+	return nil
+}
+
+// wait waits for the batch in flight, if any, and returns its error.
+func (w *batchWriter) wait() error {
+	if w.inFlight == nil {
+		return nil
+	}
+	r := <-w.inFlight
+	w.inFlight = nil
+	w.stats.Add(r.st)
+	return r.err
+}
+
+// flush writes what is left and waits for every write to finish. It must be called before the import returns,
+// failed or not, so that no write goes on behind the caller's back.
 func (w *batchWriter) flush() error {
+	if err := w.wait(); err != nil {
+		return err
+	}
 	if len(w.batch) == 0 {
 		return nil
 	}

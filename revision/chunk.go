@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/strata-db/strata/revision/internal/codec"
 	"github.com/zeebo/xxh3"
@@ -119,6 +120,39 @@ func (c *chunker) addEntry(key, val string) error {
 		}
 		c.csize += es
 	}
+	if cutAt(id, c.level, start, c.size()) {
+		return c.cut()
+	}
+	return nil
+}
+
+// addSized is addEntry for an importer that knows the entry's compact JSON size (for an object member, with its
+// quoted key and colon). The key and value may be views of a buffer the caller reuses: the chunker copies both.
+func (c *chunker) addSized(key, val string, size uint64) error {
+	start := c.size()
+	if c.n == 0 {
+		c.firstKey = strings.Clone(key)
+	}
+	c.buf = codec.AppendEntry(c.buf, c.kind, key, val)
+	c.n++
+	c.count++
+	id := val
+	if c.kind == codec.NodeObjLeaf {
+		id = key
+	}
+	if checkSizes {
+		want := codec.ValueSize(val)
+		if c.kind == codec.NodeObjLeaf {
+			want += 3 + codec.EscapedLen(key)
+		}
+		if want != size {
+			panic(fmt.Sprintf("internal error: entry size %d, addEntry would count %d", size, want))
+		}
+	}
+	if c.n > 1 {
+		size++
+	}
+	c.csize += size
 	if cutAt(id, c.level, start, c.size()) {
 		return c.cut()
 	}
@@ -298,20 +332,33 @@ func (b *builder) onCut(i int, c codec.Child, raw string) error {
 func (b *builder) addEntry(key, val string) error { return b.levels[0].addEntry(key, val) }
 func (b *builder) addChild(c codec.Child) error   { return b.levels[0].addChild(c) }
 
+// addSized is addEntry with the entry's compact JSON size given (chunker.addSized).
+func (b *builder) addSized(key, val string, size uint64) error {
+	return b.levels[0].addSized(key, val, size)
+}
+
 // finish closes every level and returns the tree as a value: inline when it is one small leaf, else a reference to
 // the root node (which it emits).
 func (b *builder) finish() (Value, error) {
+	v, _, err := b.finishSized()
+	return v, err
+}
+
+// finishSized is finish that also returns the tree's length as compact JSON.
+func (b *builder) finishSized() (Value, uint64, error) {
 	for i := 0; i < len(b.levels); i++ {
 		if err := b.levels[i].cut(); err != nil {
-			return Value{}, err
+			return Value{}, 0, err
 		}
 		if i < len(b.levels)-1 {
 			continue
 		}
 		if b.produced[i] == 0 {
-			return emptyContainer(b.leafKind), nil
+			return emptyContainer(b.leafKind), 2, nil
 		}
-		return b.rootValue(b.held[i].child, b.held[i].raw, b.base+i)
+		c := b.held[i].child
+		v, err := b.rootValue(c, b.held[i].raw, b.base+i)
+		return v, c.CSize + 2, err
 	}
 	panic("unreachable")
 }

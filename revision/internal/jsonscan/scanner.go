@@ -348,6 +348,14 @@ func (s *Scanner) Next() (Kind, []byte, error) {
 	}
 }
 
+// Escaped reports whether b, the bytes of the String or Key that Next just
+// returned, was decoded from a string with escape sequences. If not, b is the
+// string's text as written in the input, which in valid JSON holds no '"',
+// no '\\' and no control character.
+func (s *Scanner) Escaped(b []byte) bool {
+	return len(b) > 0 && len(s.sbuf) > 0 && &b[0] == &s.sbuf[0]
+}
+
 // finish handles Next after the top-level value is complete or an error
 // has been returned.
 func (s *Scanner) finish() (Kind, []byte, error) {
@@ -790,9 +798,10 @@ func (s *Scanner) fill() (shift int, ok bool) {
 // discard drops the first n buffered bytes, keeping line bookkeeping.
 func (s *Scanner) discard(n int) {
 	gone := s.buf[:n]
-	if k := bytes.LastIndexByte(gone, '\n'); k >= 0 {
-		s.lines += bytes.Count(gone, newline)
-		s.lineStart = s.base + int64(k) + 1
+	// Count first: it is vectorised, and most documents have few newlines, or none.
+	if c := bytes.Count(gone, newline); c > 0 {
+		s.lines += c
+		s.lineStart = s.base + int64(bytes.LastIndexByte(gone, '\n')) + 1
 	}
 	s.end = copy(s.buf, s.buf[n:s.end])
 	s.pos -= n
