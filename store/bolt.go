@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -517,12 +518,30 @@ func encodeNodes(ctx context.Context, nodes []Node) ([][]byte, error) {
 // putEncoded stores each node not already present in the nodes bucket and counts what it added. The bucket's
 // sequence counts its nodes, so that Stats need not walk the bucket; it lives in the bucket's header, which the
 // commit rewrites anyway.
+//
+// A bulk put goes in key order: bbolt keeps a leaf's keys in one sorted slice until the commit splits it, so keys
+// in random order make every insert move half of a slice that grows to the whole batch (13% of a 1M-element
+// import's CPU); in order, each lands at the end.
 func putEncoded(bk *bolt.Bucket, nodes []Node, stored [][]byte) (PutStats, error) {
+	order := func(yield func(int) bool) {
+		for i := range nodes {
+			if !yield(i) {
+				return
+			}
+		}
+	}
 	if len(nodes) >= bulkNodes {
 		bk.FillPercent = bulkFill
+		idx := make([]int, len(nodes))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(nodes[a].Hash[:], nodes[b].Hash[:]) })
+		order = slices.Values(idx)
 	}
 	var st PutStats
-	for i, n := range nodes {
+	for i := range order {
+		n := nodes[i]
 		if bk.Get(n.Hash[:]) != nil { // present, or earlier in this batch
 			continue
 		}
