@@ -99,9 +99,40 @@ func (c *chunker) size() int {
 
 // addEntry appends a leaf entry (key is ignored for arrays).
 func (c *chunker) addEntry(key, val string) error {
+	var size uint64
+	if c.onNode == nil { // in node mode, leaves are sized when cut
+		size = entrySize(c.kind, key, val)
+	}
+	return c.add(key, val, size, false)
+}
+
+// addSized is addEntry for an importer that knows the entry's compact JSON size (for an object member, with its
+// quoted key and colon). The key and value may be views of a buffer the caller reuses: the chunker copies both.
+func (c *chunker) addSized(key, val string, size uint64) error {
+	if checkSizes {
+		if want := entrySize(c.kind, key, val); want != size {
+			panic(fmt.Sprintf("internal error: entry size %d, addEntry would count %d", size, want))
+		}
+	}
+	return c.add(key, val, size, true)
+}
+
+// entrySize is a leaf entry's compact JSON size: the value's, and for an object member its quoted key and colon.
+func entrySize(kind byte, key, val string) uint64 {
+	size := codec.ValueSize(val)
+	if kind == codec.NodeObjLeaf {
+		size += 3 + codec.EscapedLen(key)
+	}
+	return size
+}
+
+func (c *chunker) add(key, val string, size uint64, cloneKey bool) error {
 	start := c.size()
 	if c.n == 0 {
 		c.firstKey = key
+		if cloneKey {
+			c.firstKey = strings.Clone(key)
+		}
 	}
 	c.buf = codec.AppendEntry(c.buf, c.kind, key, val)
 	c.n++
@@ -111,48 +142,11 @@ func (c *chunker) addEntry(key, val string) error {
 		id = key
 	}
 	if c.onNode == nil {
-		es := codec.ValueSize(val)
-		if c.kind == codec.NodeObjLeaf {
-			es += 3 + codec.EscapedLen(key)
-		}
 		if c.n > 1 {
-			es++
+			size++ // the comma
 		}
-		c.csize += es
+		c.csize += size
 	}
-	if cutAt(id, c.level, start, c.size()) {
-		return c.cut()
-	}
-	return nil
-}
-
-// addSized is addEntry for an importer that knows the entry's compact JSON size (for an object member, with its
-// quoted key and colon). The key and value may be views of a buffer the caller reuses: the chunker copies both.
-func (c *chunker) addSized(key, val string, size uint64) error {
-	start := c.size()
-	if c.n == 0 {
-		c.firstKey = strings.Clone(key)
-	}
-	c.buf = codec.AppendEntry(c.buf, c.kind, key, val)
-	c.n++
-	c.count++
-	id := val
-	if c.kind == codec.NodeObjLeaf {
-		id = key
-	}
-	if checkSizes {
-		want := codec.ValueSize(val)
-		if c.kind == codec.NodeObjLeaf {
-			want += 3 + codec.EscapedLen(key)
-		}
-		if want != size {
-			panic(fmt.Sprintf("internal error: entry size %d, addEntry would count %d", size, want))
-		}
-	}
-	if c.n > 1 {
-		size++
-	}
-	c.csize += size
 	if cutAt(id, c.level, start, c.size()) {
 		return c.cut()
 	}
