@@ -514,6 +514,21 @@ func writtenBytes() (int64, bool) {
 	return 0, false
 }
 
+// forWorkload runs fn as sub-benchmarks n=1000 and n=1000000, each on the workload freshly imported (the second
+// skipped under -short), and removes the database afterwards.
+func forWorkload(b *testing.B, fn func(b *testing.B, n int, s *storageState)) {
+	for _, n := range []int{1_000, 1_000_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			if n >= 1_000_000 && testing.Short() {
+				b.Skip("1M elements (96 MB of JSON) under -short")
+			}
+			s := importWorkload(b, n)
+			defer func() { s.db.Close(); os.RemoveAll(filepath.Dir(s.path)) }()
+			fn(b, n, s)
+		})
+	}
+}
+
 func importWorkload(b testing.TB, n int) *storageState {
 	b.Helper()
 	dir, err := os.MkdirTemp("", "strata-bench-storage-")
@@ -613,64 +628,57 @@ func BenchmarkCommitInterleaved8(b *testing.B) {
 // suite does. "warm" cycles through 4,096 elements it has read once (their nodes are cached); "cold" reads b.N random
 // elements once each after reopening the database (an empty node cache; the OS page cache as it comes).
 func BenchmarkOldElement(b *testing.B) {
-	for _, n := range []int{1_000, 1_000_000} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			if n >= 1_000_000 && testing.Short() {
-				b.Skip("1M elements (96 MB of JSON) under -short")
+	forWorkload(b, func(b *testing.B, n int, s *storageState) {
+		for s.commits < 100 {
+			s.commit(b)
+		}
+		ctx := context.Background()
+		ref := Ref{Revision: 51}
+		r := rand.New(rand.NewPCG(3, 4))
+		ptrs := make([]revision.Pointer, 4096)
+		for i := range ptrs {
+			ptrs[i] = revision.Pointer{fmt.Sprint(r.IntN(n))}
+		}
+		read := func(b *testing.B, p revision.Pointer) {
+			v, _, err := s.db.Get(ctx, ref, "users", p)
+			if err != nil {
+				b.Fatal(err)
 			}
-			s := importWorkload(b, n)
-			defer func() { s.db.Close(); os.RemoveAll(filepath.Dir(s.path)) }()
-			for s.commits < 100 {
-				s.commit(b)
+			if _, err := s.db.Forest().JSON(ctx, v); err != nil {
+				b.Fatal(err)
 			}
-			ctx := context.Background()
-			ref := Ref{Revision: 51}
-			r := rand.New(rand.NewPCG(3, 4))
-			ptrs := make([]revision.Pointer, 4096)
-			for i := range ptrs {
-				ptrs[i] = revision.Pointer{fmt.Sprint(r.IntN(n))}
+		}
+		b.Run("warm", func(b *testing.B) {
+			for _, p := range ptrs {
+				read(b, p)
 			}
-			read := func(b *testing.B, p revision.Pointer) {
-				v, _, err := s.db.Get(ctx, ref, "users", p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := s.db.Forest().JSON(ctx, v); err != nil {
-					b.Fatal(err)
-				}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				read(b, ptrs[i%len(ptrs)])
 			}
-			b.Run("warm", func(b *testing.B) {
-				for _, p := range ptrs {
-					read(b, p)
-				}
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					read(b, ptrs[i%len(ptrs)])
-				}
-			})
-			b.Run("cold", func(b *testing.B) {
-				if err := s.db.Close(); err != nil {
-					b.Fatal(err)
-				}
-				bo, err := store.OpenBolt(s.path, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if s.db, err = Open(ctx, bo, nil); err != nil {
-					b.Fatal(err)
-				}
-				s.bolt = bo
-				cold := make([]revision.Pointer, b.N)
-				for i := range cold {
-					cold[i] = revision.Pointer{fmt.Sprint(r.IntN(n))}
-				}
-				b.ResetTimer()
-				for _, p := range cold {
-					read(b, p)
-				}
-			})
 		})
-	}
+		b.Run("cold", func(b *testing.B) {
+			if err := s.db.Close(); err != nil {
+				b.Fatal(err)
+			}
+			bo, err := store.OpenBolt(s.path, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if s.db, err = Open(ctx, bo, nil); err != nil {
+				b.Fatal(err)
+			}
+			s.bolt = bo
+			cold := make([]revision.Pointer, b.N)
+			for i := range cold {
+				cold[i] = revision.Pointer{fmt.Sprint(r.IntN(n))}
+			}
+			b.ResetTimer()
+			for _, p := range cold {
+				read(b, p)
+			}
+		})
+	})
 }
 
 // BenchmarkConcurrentWorkload is BENCH.md's (j) on its own document (an array of n small objects): 200 serial
@@ -679,65 +687,58 @@ func BenchmarkOldElement(b *testing.B) {
 // (serial-written-B/op, written-B/op; Linux only): a group commit shares its fsyncs and the pages its commits have in
 // common, but at n = 1,000,000 each commit still adds ~4 nodes at random SHA-256 keys, each dirtying its own leaf page.
 func BenchmarkConcurrentWorkload(b *testing.B) {
-	for _, n := range []int{1_000, 1_000_000} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			if n >= 1_000_000 && testing.Short() {
-				b.Skip("1M elements (96 MB of JSON) under -short")
+	forWorkload(b, func(b *testing.B, n int, s *storageState) {
+		const serial, writers = 200, 8
+		w0, wok := writtenBytes()
+		t0 := time.Now()
+		for i := 0; i < serial; i++ {
+			s.commit(b)
+		}
+		serialTime := time.Since(t0)
+		w1, _ := writtenBytes()
+		tr := traceBatches(b)
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		b.ResetTimer()
+		t1 := time.Now()
+		for w := 0; w < writers; w++ {
+			k := b.N / writers
+			if w < b.N%writers {
+				k++
 			}
-			s := importWorkload(b, n)
-			defer func() { s.db.Close(); os.RemoveAll(filepath.Dir(s.path)) }()
-			const serial, writers = 200, 8
-			w0, wok := writtenBytes()
-			t0 := time.Now()
-			for i := 0; i < serial; i++ {
-				s.commit(b)
-			}
-			serialTime := time.Since(t0)
-			w1, _ := writtenBytes()
-			tr := traceBatches(b)
-			var wg sync.WaitGroup
-			errs := make(chan error, writers)
-			b.ResetTimer()
-			t1 := time.Now()
-			for w := 0; w < writers; w++ {
-				k := b.N / writers
-				if w < b.N%writers {
-					k++
-				}
-				wg.Add(1)
-				go func(w, k int) {
-					defer wg.Done()
-					r := rand.New(rand.NewPCG(uint64(n), uint64(w)))
-					for i := 0; i < k; i++ {
-						if _, err := s.db.Patch(context.Background(), "users", patchOp(fmt.Sprintf("/%d/score", r.IntN(n)), i), WriteOptions{}); err != nil {
-							errs <- err
-							return
-						}
+			wg.Add(1)
+			go func(w, k int) {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(n), uint64(w)))
+				for i := 0; i < k; i++ {
+					if _, err := s.db.Patch(context.Background(), "users", patchOp(fmt.Sprintf("/%d/score", r.IntN(n)), i), WriteOptions{}); err != nil {
+						errs <- err
+						return
 					}
-				}(w, k)
-			}
-			wg.Wait()
-			concTime := time.Since(t1)
-			b.StopTimer()
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
-			}
-			w2, _ := writtenBytes()
-			b.ReportMetric((serialTime.Seconds()/serial)/(concTime.Seconds()/float64(b.N)), "x-serial")
-			b.ReportMetric(float64((serialTime / serial).Microseconds()), "serial-µs/op")
-			if wok {
-				b.ReportMetric(float64(w1-w0)/serial, "serial-written-B/op")
-				b.ReportMetric(float64(w2-w1)/float64(b.N), "written-B/op")
-			}
-			var commits int
-			for _, t := range tr.txs {
-				commits += t.Commits
-			}
-			if len(tr.txs) > 0 {
-				b.ReportMetric(float64(commits)/float64(len(tr.txs)), "commits/tx")
-			}
-			tr.report(b)
-		})
-	}
+				}
+			}(w, k)
+		}
+		wg.Wait()
+		concTime := time.Since(t1)
+		b.StopTimer()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+		w2, _ := writtenBytes()
+		b.ReportMetric((serialTime.Seconds()/serial)/(concTime.Seconds()/float64(b.N)), "x-serial")
+		b.ReportMetric(float64((serialTime / serial).Microseconds()), "serial-µs/op")
+		if wok {
+			b.ReportMetric(float64(w1-w0)/serial, "serial-written-B/op")
+			b.ReportMetric(float64(w2-w1)/float64(b.N), "written-B/op")
+		}
+		var commits int
+		for _, t := range tr.txs {
+			commits += t.Commits
+		}
+		if len(tr.txs) > 0 {
+			b.ReportMetric(float64(commits)/float64(len(tr.txs)), "commits/tx")
+		}
+		tr.report(b)
+	})
 }
