@@ -31,7 +31,7 @@ import (
 )
 
 // Systems lists every system the suite knows, in the order tables show them.
-var Systems = []string{"strata", "baseline", "git", "sqlite", "postgres", "dolt"}
+var Systems = []string{"strata", "baseline", "git", "sqlite", "postgres", "dolt", "dolt-rows"}
 
 // DefaultN are the document sizes of a full run.
 var DefaultN = []int{10_000, 100_000}
@@ -321,11 +321,8 @@ func detect(name string) (mk func() system, stop func() error, why string) {
 		}
 		srv := &pgServer{bins: bins}
 		return func() system { return &pgSystem{srv: srv} }, srv.stop, ""
-	case "dolt":
-		if _, err := lookPath("dolt"); err != nil {
-			return nil, nil, "dolt not found on PATH"
-		}
-		return nil, nil, "dolt is on PATH, but the suite has no Dolt driver yet"
+	case "dolt", "dolt-rows":
+		return detectDolt(name)
 	}
 	return nil, nil, "unknown system"
 }

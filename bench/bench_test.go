@@ -112,7 +112,7 @@ func TestMarkdown(t *testing.T) {
 	if !strings.Contains(md, "| (b) single-field commit, p50 of K | 2.00 ms (1.00–3.00 ms) | 4.00 ms (2.00–6.00 ms) ·2.00× |") {
 		t.Errorf("commit row at N=1,000 not as expected:\n%s", md)
 	}
-	if !strings.Contains(md, `| (i) MCP round trip, point read at K/2 | 2.00 ms (1.00–3.00 ms) | — | — |`) {
+	if !strings.Contains(md, `| (i) MCP round trip over pipes (as stdio), point read at K/2 | 2.00 ms (1.00–3.00 ms) | — | — |`) {
 		t.Errorf("a figure a peer lacks is not a dash:\n%s", md)
 	}
 }

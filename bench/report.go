@@ -13,12 +13,13 @@ import (
 
 // SystemLabels are the systems' names in tables and charts.
 var SystemLabels = map[string]string{
-	"strata":   "Strata",
-	"baseline": "baseline (full copy per revision in bbolt)",
-	"git":      "git (file per commit)",
-	"sqlite":   "SQLite (history table, WAL, synchronous=FULL)",
-	"postgres": "PostgreSQL (jsonb history table)",
-	"dolt":     "Dolt",
+	"strata":    "Strata",
+	"baseline":  "baseline (full copy per revision in bbolt)",
+	"git":       "git (file per commit)",
+	"sqlite":    "SQLite (history table, WAL, synchronous=FULL)",
+	"postgres":  "PostgreSQL (jsonb history table)",
+	"dolt":      "Dolt (whole document in one JSON column)",
+	"dolt-rows": "Dolt (one table row per element)",
 }
 
 // FormatValue renders a value in its unit: times in µs, ms or s; rates and ratios with three significant digits.
@@ -99,9 +100,13 @@ func (r *Report) Markdown() string {
 	if r.K > 0 {
 		k, upTo = fmt.Sprintf("K = %d", r.K), ""
 	}
+	durable := "Every commit is durable (fsync)."
+	if slices.ContainsFunc(r.Systems, func(s string) bool { return strings.HasPrefix(s, "dolt") }) {
+		durable = "Every commit is durable (fsync), except Dolt's: 0.40.4 renames its files into place without an fsync."
+	}
 	fmt.Fprintf(&b, "%s single-field revisions after the load; each figure is the median of %s%d run%s (min–max over the runs); "+
-		"within a run, a repeated operation counts its median. Every commit is durable (fsync). "+
-		"Cells of peers end with ·N×: the peer's median over Strata's (rows marked ↑: higher is better).\n\n", k, upTo, r.Runs, plural(r.Runs))
+		"within a run, a repeated operation counts its median. %s "+
+		"Cells of peers end with ·N×: the peer's median over Strata's (rows marked ↑: higher is better).\n\n", k, upTo, r.Runs, plural(r.Runs), durable)
 	for _, n := range r.N {
 		fmt.Fprintf(&b, "### N = %s", thousands(n))
 		if d, ok := r.Duration[n]; ok {
@@ -217,7 +222,7 @@ func (r *Report) SVG(dir string) ([]string, error) {
 }
 
 var palette = map[string]string{
-	"strata": "#d62728", "baseline": "#1f77b4", "git": "#ff7f0e", "sqlite": "#2ca02c", "postgres": "#9467bd", "dolt": "#8c564b",
+	"strata": "#d62728", "baseline": "#1f77b4", "git": "#ff7f0e", "sqlite": "#2ca02c", "postgres": "#9467bd", "dolt": "#8c564b", "dolt-rows": "#e377c2",
 }
 
 // chart draws one metric. Values that are not positive are left out (log axes).
