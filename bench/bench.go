@@ -109,20 +109,18 @@ func (o *Options) reps(n int) int {
 	}
 }
 
-// concurrentCommits is how many commits each phase of (j) makes, given the system's median commit (ms): fewer,
-// down to 16, for a system whose commits take so long that the two phases would run past a minute.
-func (o *Options) concurrentCommits(n int, commitMs float64) int {
-	m := 64
-	switch {
-	case o.Quick:
-		m = 32
-	case n >= 1_000_000:
-		m = 16
+// concurrentCommits is how many commits each phase of (j) makes, given the system's median commit (ms): as many as
+// fit in about 30 s per phase, between 16 and 400 (64 with --quick). A few dozen commits are only a few group
+// commits for a fast system, too few for a steady state; hundreds of slow ones would take an hour.
+func (o *Options) concurrentCommits(commitMs float64) int {
+	most := 400
+	if o.Quick {
+		most = 64
 	}
-	if commitMs > 0 {
-		m = min(m, max(16, int(30_000/commitMs)/8*8))
+	if commitMs <= 0 {
+		return 16
 	}
-	return m
+	return max(16, min(most, int(30_000/commitMs)/8*8))
 }
 
 // Measurement is one figure: a sample of one run, or a statistic over the runs.
@@ -614,7 +612,7 @@ func runOne(ctx context.Context, o *Options, rep *Report, name string, s system,
 	// (j)
 	if cc, ok := s.(concurrentCommitter); ok {
 		step("N=%d: %s, concurrent writers", n, name)
-		ratio, err := concurrency(ctx, cc, n, o.concurrentCommits(n, Summarize(lat).Median))
+		ratio, err := concurrency(ctx, cc, n, o.concurrentCommits(Summarize(lat).Median))
 		if err != nil {
 			return fmt.Errorf("concurrent: %w", err)
 		}
