@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,7 +83,9 @@ func runIn(e *environment, args []string, stdin io.Reader, stdout, stderr io.Wri
 	if args == nil {
 		args = []string{} // cobra reads os.Args when given nil
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM too (kill, timeout, a service manager): a cancelled context lets servers shut down and strata bench
+	// stop the database servers it started, where the default action would leave them running.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	root := newRootCommand(e)
