@@ -86,11 +86,16 @@ func unseal(key, v []byte) ([]byte, error) {
 }
 
 func getJSON[T any](bk *bolt.Bucket, key []byte) (T, error) {
-	var v T
 	if bk == nil {
+		var v T
 		return v, ErrNotFound
 	}
-	raw := bk.Get(key)
+	return decodeJSON[T](key, bk.Get(key))
+}
+
+// decodeJSON decodes the stored value raw of key (nil: absent).
+func decodeJSON[T any](key, raw []byte) (T, error) {
+	var v T
 	if raw == nil {
 		return v, ErrNotFound
 	}
@@ -129,22 +134,23 @@ func getRev(key, v []byte) (uint64, bool, error) {
 
 func (c *boltCat) Revision(n uint64) (RevisionRecord, error) {
 	bk := c.bucket(bucketRevs)
-	var raw []byte
-	if bk != nil {
-		if raw = bk.Get(BE64(n)); raw != nil {
-			if r, ok := c.b.revs.get(n, raw); ok {
-				return r, nil
-			}
-		}
+	if bk == nil {
+		return RevisionRecord{}, ErrNotFound
 	}
-	r, err := getJSON[RevisionRecord](bk, BE64(n))
-	if err == nil && r.Number == n {
-		c.b.revs.put(n, raw, r)
+	key := BE64(n)
+	raw := bk.Get(key)
+	if r, ok := c.b.revs.get(n, raw); ok {
+		return r, nil
 	}
-	if err == nil && r.Number != n {
+	r, err := decodeJSON[RevisionRecord](key, raw)
+	if err != nil {
+		return r, err
+	}
+	if r.Number != n {
 		return r, fmt.Errorf("%w: the record stored as revision %d says it is revision %d", ErrCorruptNode, n, r.Number)
 	}
-	return r, err
+	c.b.revs.put(n, raw, r)
+	return r, nil
 }
 
 func (c *boltCat) LastRevision() (uint64, error) {

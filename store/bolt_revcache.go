@@ -24,7 +24,11 @@ type revEntry struct {
 
 const revCacheGen = 4096 // records per generation (a record is a few hundred bytes)
 
+// get returns the record cached for n if it was decoded from raw (the bytes stored now; nil: none).
 func (c *revCache) get(n uint64, raw []byte) (RevisionRecord, bool) {
+	if raw == nil {
+		return RevisionRecord{}, false
+	}
 	c.mu.Lock()
 	e := c.cur[n]
 	if e == nil {
