@@ -169,6 +169,7 @@ func (s *pgSystem) open(ctx context.Context, dir string) error {
 	}
 	s.srv.runs++
 	s.db = fmt.Sprintf("bench%d", s.srv.runs)
+	s.writers.open = func() (*shell, error) { return s.srv.psql(s.db) }
 	admin, err := s.srv.psql("postgres")
 	if err != nil {
 		return err
@@ -240,13 +241,7 @@ func (s *pgSystem) jq(_ context.Context, k int) (int, error) {
 // so a transaction-scoped advisory lock lets one writer compute it at a time; PostgreSQL flushes the WAL of commits
 // that arrive together in one go.
 func (s *pgSystem) concurrentCommit(_ context.Context, i, score int) error {
-	if s.writers.open == nil {
-		s.writers.open = func() (*shell, error) { return s.srv.psql(s.db) }
-	}
-	return s.writers.do(func(sh *shell) error {
-		_, err := sh.exec(fmt.Sprintf("BEGIN; SELECT pg_advisory_xact_lock(7); INSERT INTO history SELECT rev+1, jsonb_set(doc, '{%d,score}', '%d') FROM history WHERE rev = (SELECT max(rev) FROM history); COMMIT;", i, score), nil)
-		return err
-	})
+	return s.writers.exec(fmt.Sprintf("BEGIN; SELECT pg_advisory_xact_lock(7); INSERT INTO history SELECT rev+1, jsonb_set(doc, '{%d,score}', '%d') FROM history WHERE rev = (SELECT max(rev) FROM history); COMMIT;", i, score))
 }
 
 func (s *pgSystem) close() error {

@@ -133,8 +133,8 @@ type shellPool struct {
 	all  []*shell
 }
 
-// do runs fn on an idle session, opening one if none is idle.
-func (p *shellPool) do(fn func(*shell) error) error {
+// exec runs sql on an idle session, opening one if none is idle.
+func (p *shellPool) exec(sql string) error {
 	p.mu.Lock()
 	var sh *shell
 	if n := len(p.idle); n > 0 {
@@ -150,7 +150,7 @@ func (p *shellPool) do(fn func(*shell) error) error {
 		p.all = append(p.all, sh)
 		p.mu.Unlock()
 	}
-	err := fn(sh)
+	_, err := sh.exec(sql, nil)
 	p.mu.Lock()
 	p.idle = append(p.idle, sh)
 	p.mu.Unlock()
@@ -177,6 +177,7 @@ type sqliteSystem struct {
 
 func (s *sqliteSystem) open(_ context.Context, dir string) error {
 	s.path = filepath.Join(dir, "bench.sqlite")
+	s.writers.open = s.writer
 	sh, err := s.startShell()
 	if err != nil {
 		return err
@@ -248,23 +249,20 @@ func (s *sqliteSystem) jq(_ context.Context, k int) (int, error) {
 // concurrentCommit makes one more revision from its own sqlite3 process. SQLite lets one writer in at a time:
 // the others wait on its lock (busy_timeout), and each commit is its own WAL fsync.
 func (s *sqliteSystem) concurrentCommit(_ context.Context, i, score int) error {
-	if s.writers.open == nil {
-		s.writers.open = func() (*shell, error) {
-			sh, err := s.startShell()
-			if err != nil {
-				return nil, err
-			}
-			if _, err := sh.exec("PRAGMA synchronous=FULL; PRAGMA busy_timeout=600000;", nil); err != nil {
-				sh.close()
-				return nil, err
-			}
-			return sh, nil
-		}
+	return s.writers.exec(fmt.Sprintf("BEGIN IMMEDIATE; INSERT INTO history SELECT rev+1, json_set(doc, '$[%d].score', %d) FROM history WHERE rev = (SELECT max(rev) FROM history); COMMIT;", i, score))
+}
+
+// writer opens a sqlite3 process for (j): durable commits, and a wait for the write lock instead of an error.
+func (s *sqliteSystem) writer() (*shell, error) {
+	sh, err := s.startShell()
+	if err != nil {
+		return nil, err
 	}
-	return s.writers.do(func(sh *shell) error {
-		_, err := sh.exec(fmt.Sprintf("BEGIN IMMEDIATE; INSERT INTO history SELECT rev+1, json_set(doc, '$[%d].score', %d) FROM history WHERE rev = (SELECT max(rev) FROM history); COMMIT;", i, score), nil)
-		return err
-	})
+	if _, err := sh.exec("PRAGMA synchronous=FULL; PRAGMA busy_timeout=600000;", nil); err != nil {
+		sh.close()
+		return nil, err
+	}
+	return sh, nil
 }
 
 func (s *sqliteSystem) close() error {
