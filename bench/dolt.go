@@ -347,6 +347,15 @@ func (s *doltBase) branch(ctx context.Context, name string, k int) error {
 }
 
 // queryOne runs a query whose answer is one value.
+// queryAt is queryOne at revision k: q names the revision's commit as {rev} (in AS OF {rev}).
+func (s *doltBase) queryAt(ctx context.Context, k int, dst any, q string, args ...any) error {
+	r, err := s.rev(k)
+	if err != nil {
+		return err
+	}
+	return s.queryOne(ctx, dst, strings.ReplaceAll(q, "{rev}", r), args...)
+}
+
 func (s *doltBase) queryOne(ctx context.Context, dst any, q string, args ...any) error {
 	if err := s.conn.QueryRowContext(ctx, q, args...).Scan(dst); err != nil {
 		return fmt.Errorf("%.100s: %w", q, err)
@@ -397,22 +406,14 @@ func (s *doltDocSystem) commit(ctx context.Context, k, i, score int) error {
 
 // docAt returns the whole document at revision k, as Dolt prints it.
 func (s *doltDocSystem) docAt(ctx context.Context, k int) ([]byte, error) {
-	r, err := s.rev(k)
-	if err != nil {
-		return nil, err
-	}
 	var b []byte
-	err = s.queryOne(ctx, &b, "SELECT doc FROM doc AS OF "+r+" WHERE id = 0")
+	err := s.queryAt(ctx, k, &b, "SELECT doc FROM doc AS OF {rev} WHERE id = 0")
 	return b, err
 }
 
 func (s *doltDocSystem) readElement(ctx context.Context, k, i int) ([]byte, error) {
-	r, err := s.rev(k)
-	if err != nil {
-		return nil, err
-	}
 	var b []byte
-	err = s.queryOne(ctx, &b, fmt.Sprintf("SELECT JSON_EXTRACT(doc, '$[%d]') FROM doc AS OF %s WHERE id = 0", i, r))
+	err := s.queryAt(ctx, k, &b, fmt.Sprintf("SELECT JSON_EXTRACT(doc, '$[%d]') FROM doc AS OF {rev} WHERE id = 0", i))
 	if err == nil && b == nil {
 		err = fmt.Errorf("element %d at revision %d: %w", i, k, errNotFound)
 	}
@@ -452,12 +453,8 @@ func (s *doltDocSystem) jq(ctx context.Context, k int) (int, error) {
 }
 
 func (s *doltDocSystem) jqLiteral(ctx context.Context, k, i int) ([]byte, error) {
-	r, err := s.rev(k)
-	if err != nil {
-		return nil, err
-	}
 	var b []byte
-	err = s.queryOne(ctx, &b, fmt.Sprintf("SELECT JSON_EXTRACT(doc, '$[%d].name') FROM doc AS OF %s WHERE id = 0", i, r))
+	err := s.queryAt(ctx, k, &b, fmt.Sprintf("SELECT JSON_EXTRACT(doc, '$[%d].name') FROM doc AS OF {rev} WHERE id = 0", i))
 	return b, err
 }
 
@@ -670,22 +667,14 @@ func (s *doltRowsSystem) export(ctx context.Context, k int, w io.Writer) error {
 }
 
 func (s *doltRowsSystem) jq(ctx context.Context, k int) (int, error) {
-	r, err := s.rev(k)
-	if err != nil {
-		return 0, err
-	}
 	var n int
-	err = s.queryOne(ctx, &n, "SELECT COUNT(*) FROM elems AS OF "+r+" WHERE score > 90")
+	err := s.queryAt(ctx, k, &n, "SELECT COUNT(*) FROM elems AS OF {rev} WHERE score > 90")
 	return n, err
 }
 
 func (s *doltRowsSystem) jqLiteral(ctx context.Context, k, i int) ([]byte, error) {
-	r, err := s.rev(k)
-	if err != nil {
-		return nil, err
-	}
 	var name string
-	if err := s.queryOne(ctx, &name, "SELECT name FROM elems AS OF "+r+" WHERE id = ?", i); err != nil {
+	if err := s.queryAt(ctx, k, &name, "SELECT name FROM elems AS OF {rev} WHERE id = ?", i); err != nil {
 		return nil, err
 	}
 	return appendJSONString(nil, name), nil
