@@ -24,15 +24,7 @@ func (t *txn) emit(c codec.Child, raw string) error {
 	if _, ok := t.overlay[c.Hash]; ok {
 		return nil
 	}
-	var n *codec.Node
-	var err error
-	if k := raw[0]; k == codec.NodeObjLeaf || k == codec.NodeArrLeaf {
-		// Noting leaves without tree references (NoRefs) lets newNodes skip their entries: a large value put
-		// whole is nearly all such leaves.
-		n, _, err = codec.ParseLeafSized(raw)
-	} else {
-		n, err = codec.ParseNode(raw)
-	}
+	n, err := codec.ParseNode(raw)
 	if err != nil {
 		return fmt.Errorf("internal error: built a node that does not decode: %v", err)
 	}

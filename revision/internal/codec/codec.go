@@ -61,9 +61,10 @@ func UvarintLen(x uint64) int {
 
 // Reader decodes from a string without ever panicking: past the end it sets Bad and returns zero values.
 type Reader struct {
-	S   string
-	I   int
-	Bad bool
+	S    string
+	I    int
+	Bad  bool
+	Refs bool // a tree reference was read (by skipValue or valueSize)
 }
 
 // Byte reads one byte.
@@ -241,6 +242,7 @@ func skipValue(r *Reader, depth int) {
 			skipValue(r, depth+1)
 		}
 	case TagObjRef, TagArrRef, TagStrRef:
+		r.Refs = true
 		r.Str(HashLen)
 		r.Uvarint()
 		r.Uvarint()
@@ -343,16 +345,15 @@ func AppendEscaped(b []byte, s string) []byte {
 // ValueSize returns the length of the encoded value v when written as compact JSON.
 func ValueSize(v string) uint64 {
 	r := Reader{S: v}
-	var refs bool
-	n := valueSize(&r, &refs)
+	n := valueSize(&r)
 	if r.Bad {
 		return 0
 	}
 	return n
 }
 
-// valueSize returns the compact JSON length of the value at r, and sets *refs if it holds a tree reference.
-func valueSize(r *Reader, refs *bool) uint64 {
+// valueSize returns the compact JSON length of the value at r, and sets r.Refs if it holds a tree reference.
+func valueSize(r *Reader) uint64 {
 	switch r.Byte() {
 	case TagNull, TagTrue:
 		return 4
@@ -374,7 +375,7 @@ func valueSize(r *Reader, refs *bool) uint64 {
 				size++
 			}
 			size += 3 + EscapedLen(r.Str(r.Uvarint())) // quotes and colon
-			size += valueSize(r, refs)
+			size += valueSize(r)
 		}
 		return size
 	case TagArr:
@@ -384,11 +385,11 @@ func valueSize(r *Reader, refs *bool) uint64 {
 			if k > 0 {
 				size++
 			}
-			size += valueSize(r, refs)
+			size += valueSize(r)
 		}
 		return size
 	case TagObjRef, TagArrRef, TagStrRef:
-		*refs = true
+		r.Refs = true
 		r.Str(HashLen)
 		r.Uvarint()
 		return r.Uvarint()

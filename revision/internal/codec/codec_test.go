@@ -77,3 +77,36 @@ func FuzzParseNode(f *testing.F) {
 		}
 	})
 }
+
+// TestNoRefs: ParseNode and ParseLeafSized mark a leaf NoRefs exactly when none of its entries holds a tree
+// reference, at any depth (newNodes skips the entries of such leaves).
+func TestNoRefs(t *testing.T) {
+	ref := string(AppendRef(nil, TagStrRef, [HashLen]byte{1}, 1, 5000))
+	plain := string(AppendString(nil, []byte("x")))
+	nested := string(AppendUvarint([]byte{TagArr}, 2)) + plain + ref // [ "x", <ref> ]
+	for _, c := range []struct {
+		name string
+		vals []string
+		want bool
+	}{
+		{"plain", []string{plain, plain}, true},
+		{"reference", []string{plain, ref}, false},
+		{"reference inside an inline array", []string{nested}, false},
+	} {
+		raw := AppendUvarint([]byte{NodeArrLeaf}, uint64(len(c.vals)))
+		for _, v := range c.vals {
+			raw = AppendEntry(raw, NodeArrLeaf, "", v)
+		}
+		n, err := ParseNode(string(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		m, _, err := ParseLeafSized(string(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if n.NoRefs != c.want || m.NoRefs != c.want {
+			t.Errorf("%s: NoRefs %v (ParseNode), %v (ParseLeafSized), want %v", c.name, n.NoRefs, m.NoRefs, c.want)
+		}
+	}
+}

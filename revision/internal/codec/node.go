@@ -24,7 +24,7 @@ type Node struct {
 	Children []Child
 	Frag     string // NodeStrLeaf only
 	Raw      string // the canonical bytes
-	// NoRefs is set on leaves decoded by ParseLeafSized when no entry holds a tree reference (false: unknown).
+	// NoRefs is set on leaves (NodeObjLeaf, NodeArrLeaf) when no entry holds a tree reference at any depth.
 	NoRefs bool
 }
 
@@ -68,6 +68,7 @@ func ParseNode(raw string) (*Node, error) {
 			e.Val = raw[start:r.I]
 			n.Entries = append(n.Entries, e)
 		}
+		n.NoRefs = !r.Refs
 	case NodeObjInner, NodeArrInner, NodeStrInner:
 		n.Level = int(r.Byte())
 		if n.Level == 0 && !r.Bad {
@@ -115,7 +116,6 @@ func ParseLeafSized(raw string) (*Node, uint64, error) {
 	}
 	n.Entries = make([]Entry, 0, cnt)
 	var size uint64
-	refs := false
 	for k := uint64(0); k < cnt && !r.Bad; k++ {
 		var e Entry
 		if n.Kind == NodeObjLeaf {
@@ -123,7 +123,7 @@ func ParseLeafSized(raw string) (*Node, uint64, error) {
 			size += 3 + EscapedLen(e.Key) // quotes and colon
 		}
 		start := r.I
-		size += valueSize(&r, &refs)
+		size += valueSize(&r)
 		if r.Bad {
 			break
 		}
@@ -136,7 +136,7 @@ func ParseLeafSized(raw string) (*Node, uint64, error) {
 	if cnt > 0 {
 		size += cnt - 1 // commas
 	}
-	n.NoRefs = !refs
+	n.NoRefs = !r.Refs
 	return n, size, nil
 }
 
