@@ -232,3 +232,21 @@ func TestReadJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentCommits: (j) runs as many commits as fit in ~30 s a phase, between 16 and 400 (64 with --quick),
+// in whole rounds of 8 writers.
+func TestConcurrentCommits(t *testing.T) {
+	full, quick := &Options{}, &Options{Quick: true}
+	for _, c := range []struct {
+		o        *Options
+		commitMs float64
+		want     int
+	}{
+		{full, 1, 400}, {full, 100, 296}, {full, 3600, 16}, {full, 0, 16},
+		{quick, 1, 64}, {quick, 1000, 24},
+	} {
+		if got := c.o.concurrentCommits(c.commitMs); got != c.want {
+			t.Errorf("quick=%v, commit %v ms: %d commits, want %d", c.o.Quick, c.commitMs, got, c.want)
+		}
+	}
+}
