@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+
+	gendoc "github.com/strata-db/strata/internal/workload"
 )
 
 // doc is the document of BENCH.md: an array of n small objects.
@@ -21,9 +23,7 @@ type doc struct {
 }
 
 // element returns element i's JSON with the given score.
-func element(i, score int) []byte {
-	return fmt.Appendf(nil, `{"id":%d,"name":"user-%d","email":"user%d@example.com","tags":["a","b"],"score":%d,"active":true}`, i, i, i, score)
-}
+func element(i, score int) []byte { return gendoc.AppendElement(nil, i, score) }
 
 func newDoc(n int) *doc {
 	d := &doc{n: n, elems: make([][]byte, n)}

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
+
+	"github.com/strata-db/strata/internal/workload"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -26,16 +27,7 @@ func BenchmarkReadTool(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var sb strings.Builder
-	sb.WriteByte('[')
-	for i := 0; i < 10_000; i++ {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		fmt.Fprintf(&sb, `{"id":%d,"name":"user-%d","email":"user%d@example.com","tags":["a","b"],"score":%d,"active":true}`, i, i, i, i%100)
-	}
-	sb.WriteByte(']')
-	if _, err := db.Put(ctx, "users", []byte(sb.String()), snapshots.WriteOptions{}); err != nil {
+	if _, err := db.Put(ctx, "users", workload.JSON(10_000), snapshots.WriteOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	srv, err := NewServer(dir, Config{Writes: WritesOff, Principal: "bench"})

@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-db/strata/internal/workload"
+
 	"github.com/itchyny/gojq"
+
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/store"
 )
@@ -60,17 +63,7 @@ var (
 	benchFixtures = map[int]*benchFixture{}
 )
 
-func userDoc(n int) []byte {
-	buf := make([]byte, 0, n*110)
-	buf = append(buf, '[')
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = fmt.Appendf(buf, `{"id":%d,"name":"user-%d","email":"user%d@example.com","tags":["a","b"],"score":%d,"active":true}`, i, i, i, i%100)
-	}
-	return append(buf, ']')
-}
+func userDoc(n int) []byte { return workload.JSON(n) }
 
 func fixtureFor(tb testing.TB, n int) *benchFixture {
 	benchMu.Lock()

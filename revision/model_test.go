@@ -6,20 +6,12 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+
+	"github.com/strata-db/strata/internal/workload"
 )
 
 // userDoc builds the BENCH.md workload: an array of n small objects.
-func userDoc(n int) []byte {
-	buf := make([]byte, 0, n*100)
-	buf = append(buf, '[')
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = fmt.Appendf(buf, `{"id":%d,"name":"user-%d","email":"user%d@example.com","tags":["a","b"],"score":%d,"active":true}`, i, i, i, i%100)
-	}
-	return append(buf, ']')
-}
+func userDoc(n int) []byte { return workload.JSON(n) }
 
 // model is the trivial reference: the document as plain Go values.
 type model struct{ v any }

@@ -10,7 +10,6 @@ package snapshots
 // is skipped under -short.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +24,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/strata-db/strata/internal/workload"
 
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/store"
@@ -400,19 +401,7 @@ func BenchmarkResolveRef(b *testing.B) {
 // below bbolt's high-water mark: the file minus the space bbolt preallocates). Also the import's speed and the
 // commits' p50 latency (target ≤ 2 ms at n = 1,000,000, and ≤ 1.2× that at n = 1,000).
 
-func workloadJSON(n int) []byte {
-	var b bytes.Buffer
-	b.Grow(n * 100)
-	b.WriteByte('[')
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"id":%d,"name":"user-%d","email":"user%d@example.com","tags":["a","b"],"score":%d,"active":true}`, i, i, i, i%100)
-	}
-	b.WriteByte(']')
-	return b.Bytes()
-}
+func workloadJSON(n int) []byte { return workload.JSON(n) }
 
 type storageState struct {
 	n         int

@@ -32,6 +32,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-db/strata/internal/workload"
+
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/store"
 )
@@ -1692,17 +1694,8 @@ func t5Build(t *testing.T) (orig []byte, want *t5Expect) {
 	// A small first map keeps the file near its high-water mark (bbolt grows the file to the map size).
 	d := must(OpenDir(dir, &DirOptions{Shared: store.SharedOptions{Bolt: store.BoltOptions{InitialMmapSize: 1}}}))
 	db := must(d.Create(ctx, "t5", "tester"))
-	var users bytes.Buffer
-	users.WriteByte('[')
-	for i := 0; i < 400; i++ {
-		if i > 0 {
-			users.WriteByte(',')
-		}
-		fmt.Fprintf(&users, `{"id":%d,"name":"user-%d","email":"user%d@example.com","tags":["a","b"],"score":%d,"active":true}`, i, i, i, i%100)
-	}
-	users.WriteByte(']')
 	must(db.Put(ctx, "config", []byte(`{"flags":{"beta":true},"limit":10}`), WriteOptions{Author: "op"}))
-	must(db.Put(ctx, "users", users.Bytes(), WriteOptions{Author: "op"}))
+	must(db.Put(ctx, "users", workload.JSON(400), WriteOptions{Author: "op"}))
 	must(db.CreateSnapshot(ctx, "v1", Ref{}, "first", "op"))
 	r := rand.New(rand.NewPCG(5, 5))
 	for i := 0; i < 20; i++ {

@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-db/strata/internal/workload"
 
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/store"
@@ -28,16 +29,7 @@ func BenchmarkGCMark(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	var doc strings.Builder
-	doc.WriteString("[")
-	for i := 0; i < 100_000; i++ {
-		if i > 0 {
-			doc.WriteString(",")
-		}
-		fmt.Fprintf(&doc, `{"id":%d,"name":"user-%d","email":"user%d@example.com","tags":["a","b"],"score":%d,"active":true}`, i, i, i, i%100)
-	}
-	doc.WriteString("]")
-	if _, err := db.Put(ctx, "users", []byte(doc.String()), WriteOptions{}); err != nil {
+	if _, err := db.Put(ctx, "users", workload.JSON(100_000), WriteOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
