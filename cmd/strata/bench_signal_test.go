@@ -103,3 +103,41 @@ func processesUnder(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestServeStopsOnSIGTERM: strata serve shuts down on SIGTERM as on Ctrl-C: it says it stopped and exits 0.
+func TestServeStopsOnSIGTERM(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "serve", "--data", t.TempDir(), "--listen", freeLocalAddr(t))
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() && !strings.Contains(lines.Text(), "serving") {
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var rest []string
+	for lines.Scan() {
+		rest = append(rest, lines.Text())
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(strings.Join(rest, "\n"), "strata serve: stopped") {
+			t.Fatalf("after SIGTERM: %v; stderr:\n%s", err, strings.Join(rest, "\n"))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("strata serve still running 30 s after SIGTERM")
+	}
+}
