@@ -36,9 +36,10 @@ func (g *globalOptions) openDir(create bool) (*snapshots.Dir, error) {
 	return snapshots.OpenDir(g.dataDir, opts)
 }
 
-// withDB opens a database of the data directory, runs fn and closes everything.
-func (g *globalOptions) withDB(ctx context.Context, name string, fn func(db *snapshots.DB) error) (err error) {
-	dir, err := g.openDir(false)
+// withDir opens the data directory (making it if create), runs fn and closes the directory; a failed close is
+// the error when fn succeeded.
+func (g *globalOptions) withDir(create bool, fn func(dir *snapshots.Dir) error) (err error) {
+	dir, err := g.openDir(create)
 	if err != nil {
 		return err
 	}
@@ -47,11 +48,18 @@ func (g *globalOptions) withDB(ctx context.Context, name string, fn func(db *sna
 			err = cerr
 		}
 	}()
-	db, err := dir.Open(ctx, name)
-	if err != nil {
-		return err
-	}
-	return fn(db)
+	return fn(dir)
+}
+
+// withDB opens a database of the data directory, runs fn and closes everything.
+func (g *globalOptions) withDB(ctx context.Context, name string, fn func(db *snapshots.DB) error) error {
+	return g.withDir(false, func(dir *snapshots.Dir) error {
+		db, err := dir.Open(ctx, name)
+		if err != nil {
+			return err
+		}
+		return fn(db)
+	})
 }
 
 // wholeSecond is how a BRANCH@TIME without fractions shows after parseRef stretched it to the end of its second.

@@ -30,34 +30,27 @@ letters, digits, '_' or '-', starting with a letter or digit. The directory is c
 	return cmd
 }
 
-func createDB(ctx context.Context, w io.Writer, g *globalOptions, o *dbCreateOptions, name string) (err error) {
+func createDB(ctx context.Context, w io.Writer, g *globalOptions, o *dbCreateOptions, name string) error {
 	if err := snapshots.ValidDatabaseName(name); err != nil {
 		return err
 	}
-	dir, err := g.openDir(true)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := dir.Close(); err == nil {
-			err = cerr
+	return g.withDir(true, func(dir *snapshots.Dir) error {
+		db, err := dir.Create(ctx, name, g.env.user())
+		if err != nil {
+			return err
 		}
-	}()
-	db, err := dir.Create(ctx, name, g.env.user())
-	if err != nil {
+		st, err := db.Resolve(ctx, snapshots.Ref{})
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return writeJSON(w, struct {
+				Name     string `json:"name"`
+				Revision uint64 `json:"revision"`
+				Branch   string `json:"branch"`
+			}{name, st.Rev.Number, snapshots.Main})
+		}
+		_, err = fmt.Fprintf(w, "created database %s in %s (revision %d on %s)\n", name, dir.Path(), st.Rev.Number, snapshots.Main)
 		return err
-	}
-	st, err := db.Resolve(ctx, snapshots.Ref{})
-	if err != nil {
-		return err
-	}
-	if o.json {
-		return writeJSON(w, struct {
-			Name     string `json:"name"`
-			Revision uint64 `json:"revision"`
-			Branch   string `json:"branch"`
-		}{name, st.Rev.Number, snapshots.Main})
-	}
-	_, err = fmt.Fprintf(w, "created database %s in %s (revision %d on %s)\n", name, dir.Path(), st.Rev.Number, snapshots.Main)
-	return err
+	})
 }

@@ -35,32 +35,25 @@ asks for --yes.`,
 	return cmd
 }
 
-func dropDB(ctx context.Context, w io.Writer, g *globalOptions, o *dbDropOptions, name string) (err error) {
+func dropDB(ctx context.Context, w io.Writer, g *globalOptions, o *dbDropOptions, name string) error {
 	if err := snapshots.ValidDatabaseName(name); err != nil {
 		return err
 	}
-	dir, err := g.openDir(false)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := dir.Close(); err == nil {
-			err = cerr
+	return g.withDir(false, func(dir *snapshots.Dir) error {
+		info, err := dir.Info(ctx, name)
+		if err != nil {
+			return err
 		}
-	}()
-	info, err := dir.Info(ctx, name)
-	if err != nil {
+		if err := dir.Drop(ctx, name); err != nil {
+			return err
+		}
+		if o.json {
+			return writeJSON(w, struct {
+				Dropped   string `json:"dropped"`
+				Revisions uint64 `json:"revisions"`
+			}{name, info.Revisions})
+		}
+		_, err = fmt.Fprintf(w, "dropped database %s (%d revisions)\n", name, info.Revisions)
 		return err
-	}
-	if err := dir.Drop(ctx, name); err != nil {
-		return err
-	}
-	if o.json {
-		return writeJSON(w, struct {
-			Dropped   string `json:"dropped"`
-			Revisions uint64 `json:"revisions"`
-		}{name, info.Revisions})
-	}
-	_, err = fmt.Fprintf(w, "dropped database %s (%d revisions)\n", name, info.Revisions)
-	return err
+	})
 }

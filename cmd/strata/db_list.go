@@ -37,25 +37,22 @@ func newDBListCommand(g *globalOptions) *cobra.Command {
 func listDBs(ctx context.Context, w io.Writer, g *globalOptions, o *dbListOptions) (err error) {
 	infos := []snapshots.DatabaseInfo{}
 	if _, serr := os.Stat(g.dataDir); serr == nil {
-		dir, err := g.openDir(false)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if cerr := dir.Close(); err == nil {
-				err = cerr
-			}
-		}()
-		names, err := dir.Names()
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			info, err := dir.Info(ctx, n)
+		err := g.withDir(false, func(dir *snapshots.Dir) error {
+			names, err := dir.Names()
 			if err != nil {
-				return fmt.Errorf("database %s: %w", n, err)
+				return err
 			}
-			infos = append(infos, info)
+			for _, n := range names {
+				info, err := dir.Info(ctx, n)
+				if err != nil {
+					return fmt.Errorf("database %s: %w", n, err)
+				}
+				infos = append(infos, info)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	} else if !errors.Is(serr, fs.ErrNotExist) {
 		return serr
