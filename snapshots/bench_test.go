@@ -401,8 +401,6 @@ func BenchmarkResolveRef(b *testing.B) {
 // below bbolt's high-water mark: the file minus the space bbolt preallocates). Also the import's speed and the
 // commits' p50 latency (target ≤ 2 ms at n = 1,000,000, and ≤ 1.2× that at n = 1,000).
 
-func workloadJSON(n int) []byte { return workload.JSON(n) }
-
 type storageState struct {
 	n         int
 	db        *DB
@@ -533,7 +531,7 @@ func importWorkload(b testing.TB, n int) *storageState {
 	if err != nil {
 		b.Fatal(err)
 	}
-	doc := workloadJSON(n)
+	doc := workload.JSON(n)
 	t0 := time.Now()
 	if _, err := db.Put(context.Background(), "users", doc, WriteOptions{}); err != nil {
 		b.Fatal(err)
