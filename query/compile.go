@@ -368,8 +368,69 @@ func planOf(q *gojq.Query, vars []string) plan {
 	if len(steps) == 0 {
 		return plan{}
 	}
+	// Reading the path by pointer replaces the term's input with the subtree the path leads to. That is sound only
+	// if nothing after the path reads the term's input: an index or slice computed from it (.users[.k],
+	// .nums[length-1:], .obj[keys[0]]) evaluates against the program's input, not against the subtree, so such a
+	// program is not pushed down at all (materialising the whole input is the only way to answer it).
+	for _, sf := range t.SuffixList[after:] {
+		if sf.Index != nil && !inputFreeIndex(sf.Index) {
+			return plan{}
+		}
+	}
 	p.steps, p.term, p.after = steps, t, after
 	return p
+}
+
+// inputFreeIndex reports whether an index or slice can be evaluated without the input it is applied to: a name, a
+// plain string, or bounds that are constants (numbers, plain strings, null, true, false, $variables, and arithmetic,
+// comparisons and alternatives of those). Anything else may read "." and is treated as reading it.
+func inputFreeIndex(x *gojq.Index) bool {
+	if x.Str != nil && len(x.Str.Queries) > 0 {
+		return false
+	}
+	return (x.Start == nil || constQuery(x.Start)) && (x.End == nil || constQuery(x.End))
+}
+
+// constQuery reports whether q's value does not depend on its input. It is conservative: false means "may depend".
+func constQuery(q *gojq.Query) bool {
+	if q == nil {
+		return true
+	}
+	if len(q.FuncDefs) > 0 || len(q.Imports) > 0 || len(q.Patterns) > 0 {
+		return false
+	}
+	if q.Term == nil {
+		switch q.Op {
+		case gojq.OpAdd, gojq.OpSub, gojq.OpMul, gojq.OpDiv, gojq.OpMod, gojq.OpEq, gojq.OpNe, gojq.OpGt, gojq.OpLt,
+			gojq.OpGe, gojq.OpLe, gojq.OpAnd, gojq.OpOr, gojq.OpAlt, gojq.OpComma:
+			return constQuery(q.Left) && constQuery(q.Right)
+		}
+		return false
+	}
+	return constTerm(q.Term)
+}
+
+func constTerm(t *gojq.Term) bool {
+	for _, sf := range t.SuffixList {
+		if sf.Index != nil && !inputFreeIndex(sf.Index) {
+			return false
+		}
+	}
+	switch t.Type {
+	case gojq.TermTypeNumber, gojq.TermTypeNull, gojq.TermTypeTrue, gojq.TermTypeFalse:
+		return true
+	case gojq.TermTypeString:
+		return t.Str == nil || len(t.Str.Queries) == 0
+	case gojq.TermTypeFunc:
+		// A $variable: bound outside the program (parameters, $ENV, $__loc__); the leading path of a program is
+		// never inside a binding.
+		return strings.HasPrefix(t.Func.Name, "$") && len(t.Func.Args) == 0
+	case gojq.TermTypeUnary:
+		return constTerm(t.Unary.Term)
+	case gojq.TermTypeQuery:
+		return constQuery(t.Query)
+	}
+	return false
 }
 
 // literalStep recognises one literal index: .name, ."name", .["name"], .[3], .[-3], .[$param].
