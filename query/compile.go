@@ -114,13 +114,14 @@ func analyse(text string, vars []string) (*program, error) {
 		return nil, err
 	}
 	p := &program{text: text, vars: vars, ast: ast, rest: map[int]*gojq.Code{}}
-	p.plan = planOf(ast, vars)
-	p.bounded, p.why = classify(ast)
-	// Compile the whole program once in the analysing process, so that errors (unknown functions and variables)
-	// are reported before any data is read, even for programs that will run in a worker.
+	// Compile the whole program once in the analysing process, so that errors (unknown functions and variables, a
+	// program that is only a comment) are reported before any data is read, even for programs that will run in a
+	// worker, and before the analyses below, which expect a program that compiles.
 	if _, err := p.code(-1); err != nil {
 		return nil, err
 	}
+	p.plan = planOf(ast, vars)
+	p.bounded, p.why = classify(ast)
 	return p, nil
 }
 

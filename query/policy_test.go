@@ -220,3 +220,17 @@ func TestWorkersUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyComments: a program that is only comments is an error, as in gojq ("missing query"). It once reached the
+// classifier, which panicked formatting gojq's zero operator — a panic that recover cannot catch, ending the process
+// (found by FuzzDifferential).
+func TestOnlyComments(t *testing.T) {
+	f, root := tree(t, `{"a":1}`)
+	e := newEngine(t, Options{})
+	for _, prog := range []string{"#x", "# one\n# two", "#[]/0]", " \n#.a\n "} {
+		_, err := e.Run(ctxT(t), Request{Forest: f, Root: root, Revision: 1, Resource: "doc", Program: prog})
+		if !errors.Is(err, ErrQuery) || !strings.Contains(err.Error(), "missing query") {
+			t.Errorf("%q: %v", prog, err)
+		}
+	}
+}
