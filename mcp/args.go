@@ -31,7 +31,13 @@ func (a *args) has(name string) bool            { return a.present[name] }
 func (a *args) str(name string) string          { return a.strs[name] }
 func (a *args) uint(name string) uint64         { return a.ints[name] }
 func (a *args) boolean(name string) bool        { return a.bools[name] }
-func (a *args) time(name string) time.Time      { return a.times[name] }
+// timeRef is a time argument for a ref, nil when absent (any instant, year 1 included, when present).
+func (a *args) timeRef(name string) *time.Time {
+	if t, ok := a.times[name]; ok {
+		return &t
+	}
+	return nil
+}
 func (a *args) raw(name string) json.RawMessage { return a.raws[name] }
 
 var plainInteger = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
@@ -203,7 +209,7 @@ func (a *args) ref(prefix string) (ref snapshots.Ref, given bool, err error) {
 		return ref, true, newError(codeInvalidArgument, "%s applies to a branch, not to %s or %s: give %s with %s (default main)",
 			at, rev, snap, branch, at)
 	}
-	ref = snapshots.Ref{Revision: a.uint(rev), Snapshot: a.str(snap), Branch: a.str(branch), At: a.time(at)}
+	ref = snapshots.Ref{Revision: a.uint(rev), Snapshot: a.str(snap), Branch: a.str(branch), At: a.timeRef(at)}
 	if a.has(at) && ref.Branch == "" {
 		ref.Branch = snapshots.Main
 	}

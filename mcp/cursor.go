@@ -47,7 +47,7 @@ func (s *server) argsDigest(t *toolSpec, a *args) string {
 		case kString:
 			b.WriteString(strconv.Quote(a.str(p.name)))
 		case kTime:
-			b.WriteString(a.time(p.name).UTC().Format(time.RFC3339Nano))
+			b.WriteString(a.times[p.name].UTC().Format(time.RFC3339Nano))
 		case kInteger:
 			b.WriteString(strconv.FormatUint(a.uint(p.name), 10))
 		case kBoolean:

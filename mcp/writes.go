@@ -375,7 +375,7 @@ func revert(ctx context.Context, c *call) (string, any, error) {
 	w := c.writeOptions()
 	target := snapshots.Ref{Revision: c.a.uint("revision"), Snapshot: c.a.str("snapshot")}
 	if c.a.has("at") {
-		target = snapshots.Ref{Branch: branchOr(w.Branch), At: c.a.time("at")}
+		target = snapshots.Ref{Branch: branchOr(w.Branch), At: c.a.timeRef("at")}
 	}
 	db, err := c.db(ctx)
 	if err != nil {

@@ -359,7 +359,8 @@ func BenchmarkResolveRef(b *testing.B) {
 		{"Snapshot", func() Ref { return Ref{Snapshot: fmt.Sprintf("snap-%d", 1+r.IntN(resolveLabels))} }},
 		{"Branch", func() Ref { return Ref{Branch: Main} }},
 		{"BranchAt", func() Ref {
-			return Ref{Branch: Main, At: first.Add(time.Duration(r.Int64N(int64(head.Rev.Time.Sub(first)))))}
+			at := first.Add(time.Duration(r.Int64N(int64(head.Rev.Time.Sub(first)))))
+			return Ref{Branch: Main, At: &at}
 		}},
 	}
 	for _, c := range cases {

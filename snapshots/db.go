@@ -107,7 +107,7 @@ type Ref struct {
 	Revision uint64    // a revision number
 	Snapshot string    // a snapshot label
 	Branch   string    // a branch (default main); with At, the branch as it was at that instant
-	At       time.Time // with Branch
+	At       *time.Time // with Branch: any instant, year 1 included (nil: no time)
 	Name     string    // a snapshot or branch name, whichever exists (they share one namespace)
 }
 
@@ -119,7 +119,7 @@ func (r Ref) String() string {
 		return r.Snapshot
 	case r.Name != "":
 		return r.Name
-	case !r.At.IsZero():
+	case r.At != nil:
 		return r.branch() + "@" + r.At.Format(time.RFC3339Nano)
 	}
 	return r.branch()
@@ -140,7 +140,7 @@ func (r Ref) Validate() error {
 			n++
 		}
 	}
-	if n > 1 || (n == 1 && (r.Branch != "" || !r.At.IsZero())) {
+	if n > 1 || (n == 1 && (r.Branch != "" || r.At != nil)) {
 		return invalid("a ref names one state: give a revision, a snapshot, or a branch (optionally with a time), not several")
 	}
 	return nil
@@ -164,7 +164,7 @@ func ParseRef(s string) (Ref, error) {
 		if err != nil {
 			return Ref{}, invalid("%q: the part after @ must be an RFC 3339 time such as 2026-11-30T14:20:00Z", s)
 		}
-		return Ref{Branch: s[:i], At: t}, nil
+		return Ref{Branch: s[:i], At: &t}, nil
 	}
 	return Ref{Name: s}, nil
 }
@@ -221,8 +221,8 @@ func resolve(c store.CatalogReader, ref Ref) (State, error) {
 			return State{}, notFoundRef(c, "branch", branch, err)
 		}
 		n = b.Head
-		if !ref.At.IsZero() {
-			rev, ok, err := c.HeadAt(b.ID, ref.At)
+		if ref.At != nil {
+			rev, ok, err := c.HeadAt(b.ID, *ref.At)
 			if err != nil {
 				return State{}, err
 			}

@@ -95,15 +95,15 @@ func testHistoryStory(t *testing.T, be store.Backend) {
 		want string
 	}{
 		{Ref{}, "false"}, {Ref{Revision: 3}, "true"}, {Ref{Snapshot: "before-beta-off"}, "true"},
-		{Ref{Name: "before-beta-off"}, "true"}, {Ref{Branch: "main", At: r3.Time}, "true"},
-		{Ref{Branch: "main", At: r4.Time}, "false"}, {Ref{Branch: "main", At: r4.Time.Add(-time.Nanosecond)}, "true"},
+		{Ref{Name: "before-beta-off"}, "true"}, {Ref{Branch: "main", At: &r3.Time}, "true"},
+		{Ref{Branch: "main", At: &r4.Time}, "false"}, {Ref{Branch: "main", At: ptrTime(r4.Time.Add(-time.Nanosecond))}, "true"},
 	} {
 		if got := get(t, db, c.ref, "config", "/flags/beta"); got != c.want {
 			t.Fatalf("at %s: %s, want %s", c.ref, got, c.want)
 		}
 	}
 	// Before the database existed there is nothing to read.
-	if _, err := db.Resolve(ctx, Ref{Branch: "main", At: r2.Time.Add(-time.Hour)}); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Resolve(ctx, Ref{Branch: "main", At: ptrTime(r2.Time.Add(-time.Hour))}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("got %v", err)
 	}
 
@@ -427,3 +427,5 @@ func TestUnchangedWriteMakesNoRevision(t *testing.T) {
 		t.Fatal("an unchanged write made a revision")
 	}
 }
+
+func ptrTime(t time.Time) *time.Time { return &t }

@@ -1355,7 +1355,7 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 					if at.Before(setup.Time) {
 						at = setup.Time
 					}
-					ref = Ref{Branch: Main, At: at}
+					ref = Ref{Branch: Main, At: &at}
 				}
 				t0 := time.Now()
 				var n int

@@ -73,10 +73,11 @@ func parseRef(s string) (snapshots.Ref, error) {
 	if err != nil {
 		return ref, err
 	}
-	if i := strings.LastIndexByte(s, '@'); i >= 0 && !ref.At.IsZero() && !strings.ContainsAny(s[i:], ".,") {
-		ref.At = ref.At.Add(time.Second - time.Nanosecond)
+	if i := strings.LastIndexByte(s, '@'); i >= 0 && ref.At != nil && !strings.ContainsAny(s[i:], ".,") {
+		end := ref.At.Add(time.Second - time.Nanosecond)
+		ref.At = &end
 	}
-	if !ref.At.IsZero() && ref.Branch == "" {
+	if ref.At != nil && ref.Branch == "" {
 		ref.Branch = snapshots.Main
 	}
 	return ref, nil
