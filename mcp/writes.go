@@ -30,6 +30,7 @@ type writeOut struct {
 	NewNodes  int       `json:"new_nodes"`
 	NewBytes  int64     `json:"new_bytes"`
 	Replayed  bool      `json:"replayed"`
+	Unchanged bool      `json:"unchanged,omitempty"`
 }
 
 var writeOutProps = []prop{
@@ -42,6 +43,7 @@ var writeOutProps = []prop{
 	{"new_nodes", intS("how many storage nodes it added")},
 	{"new_bytes", intS("how many bytes of storage it added")},
 	{"replayed", boolS("true when an earlier call with the same idempotency_key had already committed it: that call's result, nothing new was written")},
+	{"unchanged", boolS("true when the write changed nothing: no revision was made and revision is the branch head")},
 }
 
 var writeOutRequired = []string{"database", "revision", "branch", "time", "resources", "new_nodes", "new_bytes", "replayed"}
@@ -52,7 +54,8 @@ func writeOutSchema(desc string) schema {
 
 func (c *call) writeOut(res *snapshots.Result) writeOut {
 	out := writeOut{Database: c.a.str("database"), Revision: res.Revision, Branch: res.Branch, Parent: res.Parent,
-		Time: res.Time, Resources: res.Resources, NewNodes: res.NewNodes, NewBytes: res.NewBytes, Replayed: res.Replayed}
+		Time: res.Time, Resources: res.Resources, NewNodes: res.NewNodes, NewBytes: res.NewBytes, Replayed: res.Replayed,
+		Unchanged: res.Unchanged}
 	if out.Resources == nil {
 		out.Resources = []string{}
 	}

@@ -63,7 +63,7 @@ func (db *DB) dryRun(ctx context.Context, w WriteOptions, fn changeFunc) (*Resul
 	}
 	if replay != nil {
 		if noopKey {
-			replay.Unchanged, replay.Resources, replay.NewNodes, replay.NewBytes = true, []string{}, 0, 0
+			replay.unchanged()
 		}
 		return replay, nil
 	}
@@ -83,8 +83,7 @@ func (db *DB) dryRun(ctx context.Context, w WriteOptions, fn changeFunc) (*Resul
 	}
 	res := &Result{Branch: branch.Name, Parent: head.Number, Revision: head.Number, Time: head.Time, Resources: []string{}}
 	if change.Root == root && len(extra) == 0 {
-		res.Unchanged = true
-		return res, nil
+		return res.unchanged(), nil
 	}
 	if _, err := ov.PutNodes(ctx, change.Nodes); err != nil {
 		return nil, err

@@ -50,6 +50,12 @@ type Result struct {
 	Preview *Preview `json:"-"`
 }
 
+// unchanged marks a result as a write that changed nothing: Revision stays the branch head, nothing was added.
+func (r *Result) unchanged() *Result {
+	r.Unchanged, r.Resources, r.NewNodes, r.NewBytes = true, []string{}, 0, 0
+	return r
+}
+
 // changeFunc computes a new root from the branch head. It may build nodes through f (they are returned in the
 // Change) and name extra parents (a merge).
 type changeFunc func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error)
@@ -436,9 +442,7 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 			case err != nil:
 				p.r.done <- outcome{err: err}
 			case p.noop:
-				res := resultOf(p.rec, false)
-				res.Unchanged, res.Resources, res.NewNodes, res.NewBytes = true, []string{}, 0, 0
-				p.r.done <- outcome{res: res}
+				p.r.done <- outcome{res: resultOf(p.rec, false).unchanged()}
 			default:
 				p.r.done <- outcome{res: resultOf(p.rec, false)}
 			}

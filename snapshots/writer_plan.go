@@ -194,7 +194,7 @@ func (p *planner) add(rs []*request) error {
 		if rec, ok := replays[r]; ok {
 			res := resultOf(rec, true)
 			if noops[r] {
-				res.Unchanged, res.Resources, res.NewNodes, res.NewBytes = true, []string{}, 0, 0
+				res.unchanged()
 			}
 			r.done <- outcome{res: res}
 			continue
