@@ -107,6 +107,16 @@ func errorFor(err error) *toolError {
 		te.Code = codeNotFound
 	case errors.Is(err, snapshots.ErrConflict), errors.Is(err, revision.ErrTestFailed):
 		te.Code = codeConflict
+		var pe *revision.PathError
+		if errors.As(err, &pe) && pe.Want != "" {
+			// An old_value that did not hold: the value found there is stored data, so both values go inside the
+			// boundary only.
+			short := *pe
+			short.Have, short.Want = "", ""
+			te.Detail = err.Error()
+			te.Message = strings.Replace(err.Error(), pe.Error(), short.Error(), 1) + "; nothing was written (the value there and old_value are in detail)"
+			te.Hint = "read the value again (or diff again) and send the patch with the old_value it has now"
+		}
 	case errors.Is(err, revision.ErrInvalidPath):
 		te.Code = codeInvalidPath
 	case errors.Is(err, revision.ErrInvalidJSON), errors.Is(err, revision.ErrInvalidPatch),

@@ -72,6 +72,7 @@ func (p param) schema() schema {
 			prop{"path", schema{"type": "string", "description": `JSON Pointer of the target inside the resource ("" is the whole resource; "/-" appends to an array)`}},
 			prop{"from", schema{"type": "string", "description": "JSON Pointer of the source, for move and copy"}},
 			prop{"value", schema{"type": anyJSONTypes, "description": "the value, for add, replace and test: any JSON value, kept exactly as written"}},
+			prop{"old_value", schema{"type": anyJSONTypes, "description": "optional precondition: the value at path must still equal this (as diff reports it), or nothing is written"}},
 		)
 	default:
 		panic(fmt.Sprintf("param %s: unknown kind %d", p.name, p.kind))

@@ -122,7 +122,7 @@ func writeTools() []*toolSpec {
 		},
 		{
 			name: "patch", title: "Patch a resource", write: true, destructive: true,
-			desc: "Apply RFC 6902 JSON Patch operations (add, remove, replace, move, copy, test) to a resource, all as one revision: if any fails (a test that does not hold, a path that does not exist), nothing is written.",
+			desc: "Apply RFC 6902 JSON Patch operations (add, remove, replace, move, copy, test) to a resource, all as one revision: if any fails (a test or old_value that does not hold, a path that does not exist), nothing is written. A diff's operations apply as they are.",
 			params: params(one(pDatabase, pResource,
 				param{name: "operations", kind: kPatch, required: true, desc: `the operations, applied in order; paths are JSON Pointers inside the resource, e.g. [{"op":"replace","path":"/price","value":10}]`}),
 				writeParams(onBranch)),
@@ -307,9 +307,10 @@ func (c *call) overwrite(ctx context.Context, what string,
 	})
 }
 
-// patchMembers are the members an operation may have. RFC 6902 ignores others, but this server's schemas are
-// closed: a misspelt member ("vaule") is refused instead of silently ignored.
-var patchMembers = []string{"op", "path", "from", "value"}
+// patchMembers are the members an operation may have: RFC 6902's, and old_value, the precondition a diff's
+// operations carry. RFC 6902 ignores other members; this server's schemas are closed, so a misspelt member
+// ("vaule") is refused instead of silently ignored — the one place where it is stricter than RFC 6902 §4.
+var patchMembers = []string{"op", "path", "from", "value", "old_value"}
 
 func patch(ctx context.Context, c *call) (string, any, error) {
 	raw := c.a.raw("operations")
@@ -335,7 +336,7 @@ func patch(ctx context.Context, c *call) (string, any, error) {
 		if len(faults) > 0 {
 			slices.Sort(faults)
 			e := newError(codeInvalidArgument, "patch refused its operations, and nothing was done: %s", strings.Join(faults, "; "))
-			e.Hint = "an operation has op, path, and from (move, copy) or value (add, replace, test)"
+			e.Hint = "an operation has op, path, and from (move, copy) or value (add, replace, test), and may have old_value"
 			slices.Sort(near)
 			e.DidYouMean = slices.Compact(near)
 			return "", nil, e

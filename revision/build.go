@@ -17,8 +17,19 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// MaxDepth is the deepest nesting of objects and arrays Strata accepts.
+// MaxDepth is the deepest nesting of objects and arrays a resource may have: a resource of 512 nested arrays is
+// accepted, one of 513 is refused as invalid input (ErrInvalidJSON). It counts from the resource's own top; the
+// database root, the object that holds the resources, adds a level above every resource and is not counted.
 const MaxDepth = 512
+
+// depthAt is how deep a value placed k levels below the database root may nest, so that its resource stays within
+// MaxDepth: the root itself (k = 0) is one level more than a resource.
+func depthAt(k int) int {
+	if k == 0 {
+		return MaxDepth + 1
+	}
+	return MaxDepth - (k - 1)
+}
 
 // spillBytes is how much of an array the importer buffers before streaming it into a tree builder.
 const spillBytes = 64 << 10

@@ -49,11 +49,13 @@ type DiffResult struct {
 	Visited int `json:"-"`
 }
 
-// Patch returns the operations as a JSON Patch (without old values).
+// Patch returns the operations as a JSON Patch, each remove and replace with its old value as a precondition
+// (Operation.OldValue), so that it applies to the first value and refuses a value that differs there.
 func (d *DiffResult) Patch() []Operation {
 	ops := make([]Operation, len(d.Operations))
 	for i, o := range d.Operations {
-		ops[i] = Operation{Op: o.Op, Path: o.Path, From: o.From, Value: o.Value, HasValue: o.Value != nil}
+		ops[i] = Operation{Op: o.Op, Path: o.Path, From: o.From, Value: o.Value, HasValue: o.Value != nil,
+			OldValue: o.OldValue, HasOldValue: o.OldValue != nil}
 	}
 	return ops
 }

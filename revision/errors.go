@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinel errors. Every error this package returns wraps one of them, so callers map errors with errors.Is; the
@@ -31,6 +32,9 @@ type PathError struct {
 	Msg        string   // what is wrong, in plain words
 	DidYouMean []string // the closest existing member names, when a member was not found
 	Err        error    // ErrNotFound, ErrInvalidPath, ErrTestFailed
+	// Have and Want, for an old_value precondition that failed: the value found there (empty if none) and the one
+	// expected, as JSON (values over a few hundred bytes are described by kind and size instead).
+	Have, Want string
 }
 
 func (e *PathError) Error() string {
@@ -42,6 +46,13 @@ func (e *PathError) Error() string {
 	fmt.Fprintf(&b, "%q: %s", e.Path, e.Msg)
 	if len(e.DidYouMean) > 0 {
 		fmt.Fprintf(&b, " (did you mean %s?)", quoteList(e.DidYouMean))
+	}
+	if e.Want != "" {
+		if e.Have != "" {
+			fmt.Fprintf(&b, " (it is %s; old_value is %s)", e.Have, e.Want)
+		} else {
+			fmt.Fprintf(&b, " (old_value is %s)", e.Want)
+		}
 	}
 	return b.String()
 }
@@ -70,9 +81,26 @@ func (e *JSONError) Error() string {
 		s += fmt.Sprintf(" at line %d, column %d (byte %d)", e.Line, e.Column, e.Offset)
 	}
 	if e.Path != "" {
-		s += fmt.Sprintf(" in %q", e.Path)
+		s += fmt.Sprintf(" in %q", clipPointer(e.Path))
 	}
 	return s + ": " + e.Msg
+}
+
+// clipPointer shortens a pointer for a message: a value nested hundreds of levels deep has a pointer of thousands
+// of bytes, which says no more than its start, its end and its length.
+func clipPointer(p string) string {
+	const keep = 40
+	if len(p) <= 3*keep {
+		return p
+	}
+	head, tail := p[:keep], p[len(p)-keep:]
+	for len(head) > 0 && !utf8.RuneStart(p[len(head)]) {
+		head = head[:len(head)-1]
+	}
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	return fmt.Sprintf("%s…(%d levels)…%s", head, strings.Count(p, "/"), tail)
 }
 
 func (e *JSONError) Unwrap() error { return ErrInvalidJSON }

@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,12 +15,19 @@ import (
 
 // Operation is one RFC 6902 JSON Patch operation. Value holds the exact JSON text of "value" (numbers keep their
 // text); HasValue distinguishes a missing value from null.
+//
+// OldValue, Strata's one addition to RFC 6902, is a precondition: when HasOldValue, the value at Path must equal it
+// (as a test operation compares) before the operation applies, or the whole patch fails with ErrTestFailed. A diff
+// reports each remove and replace with the value it removes as "old_value", so its operations apply verbatim
+// elsewhere and refuse to overwrite what changed since.
 type Operation struct {
-	Op       string          `json:"op"`
-	Path     string          `json:"path"`
-	From     string          `json:"from,omitempty"`
-	Value    json.RawMessage `json:"value,omitempty"`
-	HasValue bool            `json:"-"`
+	Op          string          `json:"op"`
+	Path        string          `json:"path"`
+	From        string          `json:"from,omitempty"`
+	Value       json.RawMessage `json:"value,omitempty"`
+	HasValue    bool            `json:"-"`
+	OldValue    json.RawMessage `json:"old_value,omitempty"`
+	HasOldValue bool            `json:"-"`
 }
 
 // ParsePatch parses a JSON Patch document: an array of operation objects. It refuses duplicate keys, invalid UTF-8,
@@ -86,12 +94,15 @@ func operationFromMap(m map[string]json.RawMessage) (Operation, error) {
 	} else if op.Op == "add" || op.Op == "replace" || op.Op == "test" {
 		return op, fmt.Errorf(`%w: %s needs "value"`, ErrInvalidPatch, op.Op)
 	}
+	if v, ok := m["old_value"]; ok {
+		op.OldValue, op.HasOldValue = v, true
+	}
 	return op, nil
 }
 
 // checkJSON validates a JSON text with Strata's rules: strict syntax, valid UTF-8, no duplicate keys, bounded depth.
 func checkJSON(data []byte) error {
-	sc := jsonscan.NewBytes(data, MaxDepth)
+	sc := jsonscan.NewBytes(data, MaxDepth+2) // a patch document holds its values two levels down: [{"value": …}]
 	var keys []map[string]struct{}
 	for {
 		k, b, err := sc.Next()
@@ -168,6 +179,11 @@ func (t *txn) applyOp(root Value, op Operation) (Value, error) {
 	if err != nil {
 		return Value{}, err
 	}
+	if op.HasOldValue {
+		if err := t.checkOldValue(root, ptr, op); err != nil {
+			return Value{}, err
+		}
+	}
 	var val Value
 	if op.HasValue && op.Op != "remove" && op.Op != "move" && op.Op != "copy" {
 		if val, err = t.parseAt(op.Value, len(ptr)); err != nil {
@@ -231,23 +247,76 @@ func (t *txn) applyOp(root Value, op Operation) (Value, error) {
 	return Value{}, fmt.Errorf("%w: unknown op %q", ErrInvalidPatch, op.Op)
 }
 
-// parseAt parses a value that will sit k levels deep, so that the document stays within MaxDepth.
+// checkOldValue checks an operation's old_value precondition: the value at ptr must equal it.
+func (t *txn) checkOldValue(root Value, ptr Pointer, op Operation) error {
+	want, err := t.parseAt(op.OldValue, len(ptr))
+	if err != nil {
+		return fmt.Errorf("old_value: %w", err)
+	}
+	cur, err := t.get(root, ptr, op.Op)
+	if errors.Is(err, ErrNotFound) {
+		return &PathError{Op: op.Op, Path: op.Path, At: op.Path, Err: ErrTestFailed, Want: clipJSON(op.OldValue),
+			Msg: "old_value does not hold: there is no value there now"}
+	}
+	if err != nil {
+		return err
+	}
+	eq, err := t.equalJSON(cur, want)
+	if err != nil || eq {
+		return err
+	}
+	have, err := t.clippedJSON(cur)
+	if err != nil {
+		return err
+	}
+	return &PathError{Op: op.Op, Path: op.Path, At: op.Path, Err: ErrTestFailed, Have: have, Want: clipJSON(op.OldValue),
+		Msg: "old_value does not hold: the value there has changed"}
+}
+
+// maxQuotedJSON is how much of a value an error quotes.
+const maxQuotedJSON = 200
+
+// clippedJSON is a value's JSON for an error message: whole when short, else its kind and size.
+func (t *txn) clippedJSON(v Value) (string, error) {
+	if v.Size() > maxQuotedJSON {
+		return fmt.Sprintf("(%s of %d bytes of JSON)", v.Kind(), v.Size()), nil
+	}
+	x, err := t.materializeExact(v.enc)
+	if err != nil {
+		return "", err
+	}
+	b, err := marshalExact(x)
+	return string(b), err
+}
+
+// clipJSON is a JSON text for an error message: whole when short, else cut.
+func clipJSON(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) <= maxQuotedJSON {
+		return string(b)
+	}
+	return fmt.Sprintf("(%d bytes of JSON beginning %s…)", len(b), strings.ToValidUTF8(string(b[:maxQuotedJSON/2]), ""))
+}
+
+// parseAt parses a value that will sit k levels below the database root, so that its resource stays within
+// MaxDepth. A value too deep is invalid input; the message gives the resource's limit, never how far below the root
+// the value sits (a resource's place in the database is not the caller's business).
 func (t *txn) parseAt(data []byte, k int) (Value, error) {
-	v, err := t.parseDepth(data, MaxDepth-k)
-	if err != nil && k > 0 && errors.Is(err, ErrInvalidJSON) && strings.Contains(err.Error(), "nesting") {
-		return Value{}, fmt.Errorf("%w: the value would nest deeper than %d levels at %d levels down", ErrLimit, MaxDepth, k)
+	v, err := t.parseDepth(data, depthAt(k))
+	if err != nil && k > 1 && errors.Is(err, ErrInvalidJSON) && strings.Contains(err.Error(), "nesting") {
+		return Value{}, fmt.Errorf("%w: the value would make its resource nest deeper than %d levels, the most a resource may", ErrInvalidJSON, MaxDepth)
 	}
 	return v, err
 }
 
-// checkDepth refuses to place v k levels deep if the document would then nest deeper than MaxDepth.
+// checkDepth refuses to place v k levels below the root if its resource would then nest deeper than MaxDepth.
 func (t *txn) checkDepth(v Value, k int, path string) error {
-	ok, err := t.depthAtMost(v.enc, MaxDepth-k)
+	ok, err := t.depthAtMost(v.enc, depthAt(k))
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: placing this value at %q would nest the document deeper than %d levels", ErrLimit, path, MaxDepth)
+		return fmt.Errorf("%w: placing this value at %q would make its resource nest deeper than %d levels, the most a resource may", ErrInvalidJSON, path, MaxDepth)
 	}
 	return nil
 }
