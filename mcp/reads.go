@@ -13,9 +13,7 @@ import (
 )
 
 // The read tools of DESIGN.md §3.2. None of them has a code path that can commit.
-// query and bisect are in query.go.
-//
-// TODO(next slice): list_plans (with the guardrails).
+// query and bisect are in query.go; list_plans is in plans.go.
 
 // Common output properties.
 var (

@@ -57,7 +57,7 @@ import (
 //	branch KEY REV                        branch "b-KEY" created at REV
 //	same KEY REV ROOTHASH                 KEY changed nothing: no revision; REV is the head it found
 //	early KEY REV                         KEY changed nothing, and the answer names a head REV that was not yet
-//	                                      readable when it came back (a known bug: TestKnownBugAnsweredBeforeCommit)
+//	                                      readable when it came back (a regression: TestAnsweredOnlyAfterCommit)
 //	conflict KEY HEAD                     refused: expected_head was stale (HEAD) or the name is taken (HEAD 0)
 //	fail KEY MESSAGE                      refused for another reason (for example a patch on a branch whose revert
 //	                                      removed the resource)
@@ -267,7 +267,7 @@ func (o crashOp) do(ctx context.Context, db *DB, note func(string)) string {
 	st, err := db.Resolve(ctx, Ref{Revision: res.Revision})
 	switch {
 	case err != nil && res.Unchanged && errors.Is(err, ErrNotFound):
-		// Known bug (TestKnownBugAnsweredBeforeCommit): the answer names a head still being committed.
+		// The answer names a head still being committed (TestAnsweredOnlyAfterCommit): the check below fails.
 		return fmt.Sprintf("early %s %d", o.Key, res.Revision)
 	case err != nil:
 		return fmt.Sprintf("fatal %s: resolving acknowledged revision %d (%+v): %v", o.Key, res.Revision, *res, err)
@@ -985,12 +985,7 @@ func crashInvariants(t *testing.T, db *DB, st *crashState, inFlight map[string]c
 			if !st.earlyLost[k] {
 				st.earlyLost[k] = true
 				stats.earlyLost++
-				msg := fmt.Sprintf("the answer to %s named revision %d, which never became durable (the file ends at %d)", k, a.rev, len(revs))
-				if true /* the bugs these checks found are fixed: they hold strictly */ {
-					t.Error(msg)
-				} else {
-					t.Log("KNOWN BUG (TestKnownBugAnsweredBeforeCommit): " + msg)
-				}
+				t.Errorf("the answer to %s named revision %d, which never became durable (the file ends at %d)", k, a.rev, len(revs))
 			}
 		case a.rev > uint64(len(revs)) || a.rev == 0:
 			t.Errorf("key %s was answered unchanged at revision %d, which is gone: the file ends at %d", k, a.rev, len(revs))
@@ -1272,8 +1267,8 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 					} else if now, err := db.Resolve(ctx, Ref{}); err != nil {
 						bad = err.Error()
 					} else if now.Rev.Number < ce.Head {
-						// Known bug (TestKnownBugAnsweredBeforeCommit): the conflict was answered while the
-						// group naming that head was still being committed.
+						// The conflict was answered while the group naming that head was still being committed
+						// (TestAnsweredOnlyAfterCommit): reported below.
 						ahead = true
 					}
 					mu.Lock()
@@ -1424,13 +1419,8 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 		t.Errorf("conflict does not name the head: %s", s)
 	}
 	if conflictAhead > 0 {
-		msg := fmt.Sprintf("%d of %d conflicts named a head revision that was not committed yet when the error was "+
-			"returned (see TestKnownBugAnsweredBeforeCommit)", conflictAhead, conflicts)
-		if true /* the bugs these checks found are fixed: they hold strictly */ {
-			t.Error(msg)
-		} else {
-			t.Log("KNOWN BUG: " + msg)
-		}
+		t.Errorf("%d of %d conflicts named a head revision that was not committed yet when the error was returned (see TestAnsweredOnlyAfterCommit)",
+			conflictAhead, conflicts)
 	}
 
 	// No lost update.
@@ -1581,9 +1571,10 @@ func (g *gateBackend) Update(ctx context.Context, fn func(store.CatalogTx) error
 	return g.Backend.Update(ctx, fn)
 }
 
-// TestKnownBugAnsweredBeforeCommit: requests that the writer answers while planning a group, before the group's
-// transaction commits, can name a revision planned by an earlier request of the same group, which is not committed
-// (not readable, not durable) yet, and never will be if the commit fails or the process dies:
+// TestAnsweredOnlyAfterCommit is the regression test of a bug now fixed: requests that the writer answered while
+// planning a group, before the group's transaction committed, could name a revision planned by an earlier request of
+// the same group, which was not committed (not readable, not durable) yet, and never would be if the commit failed
+// or the process died:
 //
 //   - a write whose expected_head is stale because of that earlier request gets a ConflictError naming the planned
 //     head ("branch main is at revision N" while revision N does not exist);
@@ -1593,11 +1584,7 @@ func (g *gateBackend) Update(ctx context.Context, fn func(store.CatalogTx) error
 // STORAGE.md §5 says each caller is answered only after Commit returns. A blocker commit holds the writer at a gate
 // in Update while the next group (a blind write, then the victim) queues; when the blocker commits, the next group
 // is planned and its Update waits at the gate: the victim must not be answered before it goes through.
-// Run with STRATA_KNOWN_BUGS=1.
-func TestKnownBugAnsweredBeforeCommit(t *testing.T) {
-	if false {
-		t.Skip("known bug; set STRATA_KNOWN_BUGS=1 to run")
-	}
+func TestAnsweredOnlyAfterCommit(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		victim func(ctx context.Context, db *DB) (*Result, error)
@@ -1649,14 +1636,11 @@ func TestKnownBugAnsweredBeforeCommit(t *testing.T) {
 	}
 }
 
-// TestKnownBugUnchangedForgetsKey: a write that changed nothing is answered Unchanged but its idempotency key is not
-// recorded, so a retry of it (the client lost the answer) after another writer moved the branch commits: the request
-// takes effect a second time, overwriting the other writer's change, instead of "returning the original result"
-// (DESIGN.md §3.1, SECURITY.md §2.5). Run with STRATA_KNOWN_BUGS=1.
-func TestKnownBugUnchangedForgetsKey(t *testing.T) {
-	if false {
-		t.Skip("known bug; set STRATA_KNOWN_BUGS=1 to run")
-	}
+// TestUnchangedWriteKeepsKey is the regression test of a bug now fixed: a write that changed nothing was answered
+// Unchanged but its idempotency key was not recorded, so a retry of it (the client lost the answer) after another
+// writer moved the branch committed: the request took effect a second time, overwriting the other writer's change,
+// instead of returning the original result (the idempotency promise).
+func TestUnchangedWriteKeepsKey(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openTest(t, store.NewMemBackend())
 	must(db.Put(ctx, "doc", []byte(`{"v":5}`), WriteOptions{}))
@@ -1865,15 +1849,6 @@ func TestCorruptDatabaseFiles(t *testing.T) {
 	if intact := t5Open(t, orig, want); intact.refused != nil || intact.readErrs > 0 || len(intact.wrongCat)+len(intact.wrongDocs) > 0 {
 		t.Fatalf("the intact copy: %+v", intact)
 	}
-	strict := true /* the bugs these checks found are fixed: they hold strictly */
-	knownBug := func(t *testing.T, format string, args ...any) {
-		t.Helper()
-		if strict {
-			t.Errorf(format, args...)
-		} else {
-			t.Logf("KNOWN BUG: "+format, args...)
-		}
-	}
 	// refusedClearly: refused with an error that says the file is damaged and names it.
 	refusedClearly := func(t *testing.T, o t5Outcome) {
 		t.Helper()
@@ -1907,7 +1882,7 @@ func TestCorruptDatabaseFiles(t *testing.T) {
 			// Dir.Open is for an existing database, and this one had a history.
 			o := t5Open(t, nil, want)
 			if o.refused == nil {
-				knownBug(t, "Dir.Open of a database whose file was truncated to 0 bytes succeeds and serves a new, empty "+
+				t.Errorf("Dir.Open of a database whose file was truncated to 0 bytes succeeds and serves a new, empty "+
 					"database (%d reads right, %d refused, %d wrong answers)", o.readsOK, o.readErrs, len(o.wrongCat)+len(o.wrongDocs))
 			}
 		})
@@ -1964,7 +1939,7 @@ func TestCorruptDatabaseFiles(t *testing.T) {
 					case len(o.wrongDocs) > 0:
 						t.Errorf("wrong document bytes: %v", o.wrongDocs)
 					case len(o.wrongCat) > 0:
-						knownBug(t, "%s damaged at offset %d (%q → %q): served without an error: %v", tc.name, j, orig[j], data[j], o.wrongCat)
+						t.Errorf("%s damaged at offset %d (%q → %q): served without an error: %v", tc.name, j, orig[j], data[j], o.wrongCat)
 					default:
 						t.Logf("damage at offset %d (%q → %q): refused=%v, %d reads right, %d refused", j, orig[j], data[j], o.refused, o.readsOK, o.readErrs)
 					}
@@ -2045,7 +2020,7 @@ func TestCorruptDatabaseFiles(t *testing.T) {
 		}
 		t.Logf("%d rounds (seed %d, STRATA_T5_SEED to repeat): %v", rounds, seed, outcomes)
 		if len(wrongCat) > 0 {
-			knownBug(t, "%d rounds served a damaged catalog record without an error, e.g. %s", len(wrongCat), wrongCat[0])
+			t.Errorf("%d rounds served a damaged catalog record without an error, e.g. %s", len(wrongCat), wrongCat[0])
 		}
 	})
 }
