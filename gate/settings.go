@@ -1,4 +1,4 @@
-package mcp
+package gate
 
 import (
 	"bytes"
@@ -50,8 +50,8 @@ func PresetPolicy(mode string) Policy {
 	return Policy{Read: Allow, Write: Deny, Protected: Deny, Admin: Deny}
 }
 
-// decision is the policy's decision for a class.
-func (p Policy) decision(class string) string {
+// Decision is the policy's decision for a class.
+func (p Policy) Decision(class string) string {
 	switch class {
 	case ClassRead:
 		return p.Read
@@ -65,8 +65,8 @@ func (p Policy) decision(class string) string {
 	return Deny
 }
 
-// writes reports whether the policy lets anything change: only then are write tools registered.
-func (p Policy) writes() bool {
+// Writes reports whether the policy lets anything change: only then are write tools registered.
+func (p Policy) Writes() bool {
 	return p.Write != Deny || p.Protected != Deny || p.Admin != Deny
 }
 
@@ -176,6 +176,8 @@ type PrincipalSettings struct {
 	Scopes Scope `json:"scopes"`
 	// RateLimit overrides the default rate limit.
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// Review lets the principal approve and reject other principals' plans (out of band, as a person).
+	Review bool `json:"review,omitempty"`
 }
 
 // Duration is a time.Duration written as "5m" in the configuration file.
@@ -222,6 +224,10 @@ type Settings struct {
 const (
 	DefaultPlanTTL              = 5 * time.Minute
 	DefaultMaxConcurrentQueries = 4
+	// DefaultMaxOutputChars caps the JSON of one tool result.
+	DefaultMaxOutputChars = 50_000
+	// MinOutputChars is the smallest cap accepted: below it not even an error fits.
+	MinOutputChars = 2_000
 )
 
 // LoadSettings reads a configuration file. Unknown fields, bad values and trailing data are errors that name the
@@ -276,8 +282,11 @@ func lineCol(b []byte, off int64) (int, int) {
 
 // Validate checks every field.
 func (s *Settings) Validate() error {
-	if err := (Config{Writes: s.Writes, Protected: s.Protected, MaxOutputChars: s.MaxOutputChars}).Validate(); err != nil {
+	if err := (Principal{Name: "default", Mode: s.Writes, Protected: s.Protected}).Validate(); err != nil {
 		return err
+	}
+	if s.MaxOutputChars != 0 && s.MaxOutputChars < MinOutputChars {
+		return fmt.Errorf("max_output_chars %d is too small: use at least %d (or 0 for the default %d)", s.MaxOutputChars, MinOutputChars, DefaultMaxOutputChars)
 	}
 	if s.PlanTTL < 0 || (s.PlanTTL != 0 && time.Duration(s.PlanTTL) < time.Second) || time.Duration(s.PlanTTL) > 24*time.Hour {
 		return fmt.Errorf("plan_ttl %s: use between 1s and 24h", time.Duration(s.PlanTTL))
@@ -356,24 +365,24 @@ func (s *Settings) WithWritesFlag(flag string, set bool) error {
 	case s.Writes != flag:
 		return fmt.Errorf("--writes %s contradicts the configuration file's \"writes\": %q; give one of them", flag, s.Writes)
 	}
-	return (Config{Writes: s.Writes}).Validate()
+	return ValidMode(s.Writes)
 }
 
-// For is the server configuration of one principal.
-func (s *Settings) For(principal string) Config {
+// For is the principal of that name as the settings configure it (over stdio, the OS user; over HTTP, a token's
+// principal): its entry under principals, else the default.
+func (s *Settings) For(principal string) Principal {
 	p, ok := s.Principals[principal]
 	if !ok {
 		p = s.Default
 	}
-	return Config{
-		Writes:               s.Writes,
-		Protected:            s.Protected,
-		Principal:            principal,
-		MaxOutputChars:       s.MaxOutputChars,
-		Policy:               p.Policy.over(PresetPolicy(s.Writes)),
-		Scope:                p.Scopes,
-		PlanTTL:              time.Duration(s.PlanTTL),
-		MaxConcurrentQueries: s.MaxConcurrentQueries,
+	return Principal{
+		Name:      principal,
+		Mode:      s.Writes,
+		Protected: s.Protected,
+		Policy:    p.Policy.over(PresetPolicy(s.Writes)),
+		Scope:     p.Scopes,
+		PlanTTL:   time.Duration(s.PlanTTL),
+		Review:    p.Review,
 	}
 }
 

@@ -1,4 +1,4 @@
-package mcp
+package gate
 
 import (
 	"os"
@@ -26,7 +26,7 @@ func TestREADMEConfig(t *testing.T) {
 	if got := s.For("release-agent"); got.Policy != (Policy{Read: Allow, Write: Allow, Protected: Ask, Admin: Allow}) || !got.Scope.Databases.Permits("shop") || got.Scope.Databases.Permits("other") {
 		t.Errorf("release-agent: %+v", got)
 	}
-	if got := s.For("reviewer-bot"); got.Policy.writes() {
+	if got := s.For("reviewer-bot"); got.Policy.Writes() {
 		t.Errorf("reviewer-bot may write: %+v", got.Policy)
 	}
 	if got := s.For("someone"); got.Policy.Protected != Deny || got.Scope.Resources.Permits("secrets") || !got.Scope.Resources.Permits("orders") {

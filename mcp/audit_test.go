@@ -12,6 +12,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/strata-db/strata/audit"
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/query"
 )
 
@@ -30,8 +31,8 @@ func TestAuditCompleteness(t *testing.T) {
 	}
 	t.Cleanup(func() { e.Close() })
 	panicOn := ""
-	cfg := Config{Writes: WritesBranches, Principal: "agent-7", Audit: log, Engine: e,
-		Policy: Policy{Admin: Deny},
+	cfg := Config{Writes: gate.WritesBranches, Principal: "agent-7", Audit: log, Engine: e,
+		Policy: gate.Policy{Admin: gate.Deny},
 		beforeHandler: func(tool string) {
 			if tool == panicOn {
 				panic("boom")
@@ -97,7 +98,7 @@ func TestAuditFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarnessAt(t, path, Config{Writes: WritesOn, Protected: []string{}, Audit: log})
+	h := newHarnessAt(t, path, Config{Writes: gate.WritesOn, Protected: []string{}, Audit: log})
 	h.ok("create_database", `{"database":"shop"}`)
 	h.ok("put", `{"database":"shop","resource":"doc","value":1}`)
 	head := h.head("shop", "main")
@@ -122,7 +123,7 @@ func TestAuditAppendFailureStopsWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	h := newHarnessAt(t, path, Config{Writes: WritesOn, Protected: []string{}, Audit: log, Transport: "carrier-pigeon"})
+	h := newHarnessAt(t, path, Config{Writes: gate.WritesOn, Protected: []string{}, Audit: log, Transport: "carrier-pigeon"})
 	if _, err := h.dir.Create(t.Context(), "shop", "operator"); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/internal/workload"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,7 +31,7 @@ func BenchmarkReadTool(b *testing.B) {
 	if _, err := db.Put(ctx, "users", workload.JSON(10_000), snapshots.WriteOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := NewServer(dir, Config{Writes: WritesOff, Principal: "bench"})
+	srv, err := NewServer(dir, Config{Writes: gate.WritesOff, Principal: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

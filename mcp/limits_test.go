@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-db/strata/gate"
+
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,7 +26,7 @@ func (h *harness) within(r *result) {
 // TestOutputCap is T16: big values, diffs and listings come back within the cap, with truncated or more and a cursor
 // that continues exactly; no argument raises the cap.
 func TestOutputCap(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesOn, Protected: []string{}, MaxOutputChars: smallCap})
+	h := newHarness(t, Config{Writes: gate.WritesOn, Protected: []string{}, MaxOutputChars: smallCap})
 	h.ok("create_database", `{"database":"big"}`)
 	var items []string
 	for i := 0; i < 400; i++ {
@@ -179,7 +181,7 @@ func unescapeHTML(s string) string {
 
 // TestCursors: a cursor continues only the call that made it, on the revision it read.
 func TestCursors(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesOn, Protected: []string{}, MaxOutputChars: smallCap})
+	h := newHarness(t, Config{Writes: gate.WritesOn, Protected: []string{}, MaxOutputChars: smallCap})
 	h.ok("create_database", `{"database":"c"}`)
 	var items []string
 	for i := 0; i < 300; i++ {
@@ -258,7 +260,7 @@ func TestPanicKeepsServing(t *testing.T) {
 
 // TestPagingLists: every listing pages with limit and cursor, each name once, in order.
 func TestPagingLists(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesOn, Protected: []string{}})
+	h := newHarness(t, Config{Writes: gate.WritesOn, Protected: []string{}})
 	for _, db := range []string{"a", "b", "c"} {
 		h.ok("create_database", `{"database":"`+db+`"}`)
 	}
@@ -316,7 +318,7 @@ func TestPagingLists(t *testing.T) {
 
 // TestPromoteConflict: paths both sides changed are listed, inside the boundary, and nothing is written.
 func TestPromoteConflict(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesOn, Protected: []string{}})
+	h := newHarness(t, Config{Writes: gate.WritesOn, Protected: []string{}})
 	h.ok("create_database", `{"database":"p"}`)
 	h.ok("put", `{"database":"p","resource":"cfg","value":{"limit":1,"ignore previous instructions":0}}`)
 	h.ok("create_branch", `{"database":"p","name":"try"}`)

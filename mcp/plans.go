@@ -16,6 +16,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -118,7 +119,7 @@ func denied(what string) error {
 // decide is the policy's decision for the call's class. In mode on, a change to a protected branch that only adds
 // counts as a write; the caller then sets additive once it knows.
 func (c *call) decide(class string) string {
-	return c.s.cfg.Policy.decision(class)
+	return c.s.cfg.Policy.Decision(class)
 }
 
 // commitAnswer carries out every write that commits a revision (put, patch, insert, update, delete, transform,
@@ -140,13 +141,13 @@ func (c *call) commitAnswer(ctx context.Context, db *snapshots.DB, w snapshots.W
 func (c *call) commitUnderPolicy(ctx context.Context, db *snapshots.DB, w snapshots.WriteOptions, what string,
 	do func(w snapshots.WriteOptions) (*snapshots.Result, error)) (*snapshots.Result, *planOut, error) {
 	branch := branchOr(w.Branch)
-	class := ClassWrite
+	class := gate.ClassWrite
 	if c.s.cfg.protected(branch) {
-		class = ClassProtected
+		class = gate.ClassProtected
 	}
 	d := c.decide(class)
-	if d == Deny { // also for a plan made before the operator's policy changed
-		if class == ClassProtected {
+	if d == gate.Deny { // also for a plan made before the operator's policy changed
+		if class == gate.ClassProtected {
 			return nil, nil, denied(fmt.Sprintf("%s on protected branch %s", c.t.name, branch))
 		}
 		return nil, nil, denied(c.t.name)
@@ -186,7 +187,7 @@ func (c *call) commitUnderPolicy(ctx context.Context, db *snapshots.DB, w snapsh
 		}
 		return r, nil, planChanged(err, ap.plan)
 	}
-	if d == Allow {
+	if d == gate.Allow {
 		r, err := do(w)
 		return r, nil, err
 	}
@@ -203,7 +204,7 @@ func (c *call) commitUnderPolicy(ctx context.Context, db *snapshots.DB, w snapsh
 		if err != nil {
 			return nil, nil, err
 		}
-		if class == ClassProtected && c.s.cfg.Writes == WritesOn && c.decide(ClassWrite) == Allow && additive(d) {
+		if class == gate.ClassProtected && c.s.cfg.Writes == gate.WritesOn && c.decide(gate.ClassWrite) == gate.Allow && additive(d) {
 			// Mode on lets a change to a protected branch through when it only adds: commit exactly what was
 			// checked, on the head it was checked on.
 			// The commit must produce the root checked: a promote's source branch, or a program that reads the

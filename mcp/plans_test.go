@@ -11,6 +11,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -62,7 +63,7 @@ func (h *harness) planned(name, args string) string {
 
 // TestBranchesMode: agents write on their own branches; everything that changes main becomes a plan.
 func TestBranchesMode(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesBranches, Principal: "agent-1", Protected: []string{"main", "prod"}})
+	h := newHarness(t, Config{Writes: gate.WritesBranches, Principal: "agent-1", Protected: []string{"main", "prod"}})
 	h.ok("create_database", `{"database":"shop"}`)
 	h.seed("shop", "catalog", `{"a":0,"b":[]}`)
 	h.planned("put", `{"database":"shop","resource":"catalog","value":{"a":1}}`)
@@ -95,7 +96,7 @@ func TestBranchesMode(t *testing.T) {
 
 // TestOnMode: additive changes to main commit; changes that remove or overwrite data become plans.
 func TestOnMode(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesOn, Principal: "agent-1"})
+	h := newHarness(t, Config{Writes: gate.WritesOn, Principal: "agent-1"})
 	h.ok("create_database", `{"database":"shop"}`)
 	first := h.ok("put", `{"database":"shop","resource":"catalog","value":{"items":[1],"meta":{}},"idempotency_key":"create-catalog"}`)
 	// The retry of that put returns its result: the resource exists now, but this is not an overwrite.
@@ -175,7 +176,7 @@ func (h *harness) decide(id string, approve bool, reason string) {
 // TestPlanApproveApply (SECURITY.md T11): a plan applies once a person approved it, exactly as previewed, once;
 // the consumed marker lands with its revision.
 func TestPlanApproveApply(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesBranches, Principal: "agent-1"})
+	h := newHarness(t, Config{Writes: gate.WritesBranches, Principal: "agent-1"})
 	h.ok("create_database", `{"database":"shop"}`)
 	base := h.seed("shop", "catalog", `{"price":10,"old":true,"items":[1,2]}`)
 	r := h.ok("patch", `{"database":"shop","resource":"catalog","operations":[{"op":"replace","path":"/price","value":12},{"op":"remove","path":"/old"}],"message":"reprice"}`)
@@ -225,7 +226,7 @@ func TestPlanApproveApply(t *testing.T) {
 // why; a stale base is PLAN_CHANGED and does not burn the plan; an expired plan is PLAN_EXPIRED.
 func TestPlanRefusals(t *testing.T) {
 	path := t.TempDir()
-	h := newHarnessAt(t, path, Config{Writes: WritesBranches, Principal: "agent-1", PlanTTL: 40 * time.Second})
+	h := newHarnessAt(t, path, Config{Writes: gate.WritesBranches, Principal: "agent-1", PlanTTL: 40 * time.Second})
 	h.ok("create_database", `{"database":"shop"}`)
 	h.seed("shop", "catalog", `{"price":10}`)
 	id := h.planned("update", `{"database":"shop","resource":"catalog","path":"/price","value":11}`)
@@ -239,7 +240,7 @@ func TestPlanRefusals(t *testing.T) {
 	}
 	// Another principal on the same data cannot see or apply it, even approved.
 	h.decide(id, true, "")
-	other := newHarnessAt(t, path, Config{Writes: WritesBranches, Principal: "agent-2"})
+	other := newHarnessAt(t, path, Config{Writes: gate.WritesBranches, Principal: "agent-2"})
 	other.fail("apply_plan", `{"plan_id":"`+id+`"}`, codeNotFound)
 	if l := other.ok("list_plans", `{"database":"shop"}`); strings.Contains(string(l.data), id) {
 		t.Fatalf("another principal lists the plan: %s", l.data)
@@ -271,7 +272,7 @@ func TestPlanRefusals(t *testing.T) {
 
 // TestPlanConcurrentApply (T11): of two applies of one approved plan at once, exactly one commits.
 func TestPlanConcurrentApply(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesBranches, Principal: "agent-1"})
+	h := newHarness(t, Config{Writes: gate.WritesBranches, Principal: "agent-1"})
 	h.ok("create_database", `{"database":"shop"}`)
 	base := h.seed("shop", "catalog", `{"n":1}`)
 	for round := 0; round < 10; round++ {
@@ -316,7 +317,7 @@ func TestPlanElicitation(t *testing.T) {
 		asked = append(asked, req.Params.Message)
 		return &mcpsdk.ElicitResult{Action: answer, Content: map[string]any{"confirm": answer == "accept"}}, nil
 	}}
-	h := newHarnessWith(t, t.TempDir(), Config{Writes: WritesBranches, Principal: "agent-1"}, copts)
+	h := newHarnessWith(t, t.TempDir(), Config{Writes: gate.WritesBranches, Principal: "agent-1"}, copts)
 	h.ok("create_database", `{"database":"shop"}`)
 	base := h.seed("shop", "catalog", `{"price":10,"legacy":{"x":1}}`)
 	id := h.planned("delete", `{"database":"shop","resource":"catalog","path":"/legacy"}`)
@@ -338,7 +339,7 @@ func TestPlanElicitation(t *testing.T) {
 // TestPlanForgedConfirmation: answers sent with a request state that is not this server's, for this plan, are
 // refused (a client cannot skip the question by inventing its answer).
 func TestPlanForgedConfirmation(t *testing.T) {
-	h := newHarnessWith(t, t.TempDir(), Config{Writes: WritesBranches, Principal: "agent-1"},
+	h := newHarnessWith(t, t.TempDir(), Config{Writes: gate.WritesBranches, Principal: "agent-1"},
 		&mcpsdk.ClientOptions{MultiRoundTrip: &mcpsdk.MultiRoundTripOptions{Disabled: true}})
 	h.ok("create_database", `{"database":"shop"}`)
 	base := h.seed("shop", "catalog", `{"price":10}`)
@@ -362,7 +363,7 @@ func TestPlanForgedConfirmation(t *testing.T) {
 // TestPlanDeletes: deleting a branch or snapshot someone else created is a plan; applied once approved, it deletes
 // the name only if it still points where it did.
 func TestPlanDeletes(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesOn, Principal: "agent-1"})
+	h := newHarness(t, Config{Writes: gate.WritesOn, Principal: "agent-1"})
 	h.ok("create_database", `{"database":"shop"}`)
 	ctx := context.Background()
 	db, err := h.dir.Open(ctx, "shop")
@@ -409,16 +410,16 @@ func TestPlanDeletes(t *testing.T) {
 // hides its resource.
 func TestPlanUnderNarrowerPolicy(t *testing.T) {
 	path := t.TempDir()
-	h := newHarnessAt(t, path, Config{Writes: WritesBranches, Principal: "agent-1"})
+	h := newHarnessAt(t, path, Config{Writes: gate.WritesBranches, Principal: "agent-1"})
 	h.ok("create_database", `{"database":"shop"}`)
 	base := h.seed("shop", "catalog", `{"price":10}`)
 	id := h.planned("update", `{"database":"shop","resource":"catalog","path":"/price","value":11}`)
 	id2 := h.planned("update", `{"database":"shop","resource":"catalog","path":"/price","value":12}`)
 	h.decide(id, true, "")
 	h.decide(id2, true, "")
-	denied := newHarnessAt(t, path, Config{Writes: WritesBranches, Principal: "agent-1", Policy: Policy{Protected: Deny, Write: Ask}})
+	denied := newHarnessAt(t, path, Config{Writes: gate.WritesBranches, Principal: "agent-1", Policy: gate.Policy{Protected: gate.Deny, Write: gate.Ask}})
 	denied.fail("apply_plan", `{"plan_id":"`+id+`"}`, codeDenied)
-	hidden := newHarnessAt(t, path, Config{Writes: WritesBranches, Principal: "agent-1", Scope: Scope{Resources: Names{Deny: []string{"catalog"}}}})
+	hidden := newHarnessAt(t, path, Config{Writes: gate.WritesBranches, Principal: "agent-1", Scope: gate.Scope{Resources: gate.Names{Deny: []string{"catalog"}}}})
 	hidden.fail("apply_plan", `{"plan_id":"`+id2+`"}`, codeNotFound)
 	if h.head("shop", "main") != base {
 		t.Fatal("a plan applied under a policy that no longer allows it")
@@ -427,7 +428,7 @@ func TestPlanUnderNarrowerPolicy(t *testing.T) {
 
 // TestPlanKeyReused: an idempotency key the caller used again after making a plan does not answer for the plan.
 func TestPlanKeyReused(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesBranches, Principal: "agent-1"})
+	h := newHarness(t, Config{Writes: gate.WritesBranches, Principal: "agent-1"})
 	h.ok("create_database", `{"database":"shop"}`)
 	base := h.seed("shop", "catalog", `{"price":10}`)
 	id := h.planned("update", `{"database":"shop","resource":"catalog","path":"/price","value":11,"idempotency_key":"k1"}`)

@@ -11,6 +11,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/query"
 )
 
@@ -62,7 +63,7 @@ func progressHarness(t *testing.T, ended chan<- string) (*harness, *progressLog)
 	}
 	t.Cleanup(func() { e.Close() })
 	log := newProgressLog()
-	h := newHarnessWith(t, t.TempDir(), Config{Writes: WritesOn, Protected: []string{}, Engine: e,
+	h := newHarnessWith(t, t.TempDir(), Config{Writes: gate.WritesOn, Protected: []string{}, Engine: e,
 		afterHandler: func(tool string) {
 			if ended != nil {
 				ended <- tool

@@ -3,10 +3,12 @@ package mcp
 import (
 	"context"
 
-	"github.com/strata-db/strata/snapshots"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-db/strata/gate"
+	"github.com/strata-db/strata/snapshots"
 
 	"github.com/strata-db/strata/query"
 )
@@ -20,7 +22,7 @@ func queryHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	h := newHarness(t, Config{Writes: WritesOn, Protected: []string{}, Engine: e})
+	h := newHarness(t, Config{Writes: gate.WritesOn, Protected: []string{}, Engine: e})
 	h.ok("create_database", `{"database":"shop"}`)
 	h.ok("put", `{"database":"shop","resource":"catalog","value":{"items":[{"id":"a","price":12345678901234567890.10},{"id":"b","price":1.50},{"id":"c","price":2},{"id":"d","price":1e2}]}}`)
 	h.ok("update", `{"database":"shop","resource":"catalog","path":"/items/0/price","value":5}`)
@@ -121,7 +123,7 @@ func TestBisectTool(t *testing.T) {
 }
 
 func TestTransformTool(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesBranches, Principal: "agent-1"})
+	h := newHarness(t, Config{Writes: gate.WritesBranches, Principal: "agent-1"})
 	h.ok("create_database", `{"database":"shop"}`)
 	h.ok("create_branch", `{"database":"shop","name":"work"}`)
 	h.ok("put", `{"database":"shop","resource":"catalog","branch":"work","value":{"users":[{"id":1,"dup":false,"n":10000000000000000000001},{"id":2,"dup":true}]}}`)
@@ -152,7 +154,7 @@ func TestTransformTool(t *testing.T) {
 // TestQueryOutputCap: a page that the answer's escaping makes longer than the output cap is cut, and the cursor
 // continues after what was shown; a single result over the cap is LIMIT_EXCEEDED.
 func TestQueryOutputCap(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesOn, Protected: []string{}, MaxOutputChars: 4000})
+	h := newHarness(t, Config{Writes: gate.WritesOn, Protected: []string{}, MaxOutputChars: 4000})
 	h.ok("create_database", `{"database":"shop"}`)
 	h.ok("put", `{"database":"shop","resource":"r","value":{"s":"<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<"}}`)
 	seen := 0

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 	"github.com/strata-db/strata/store"
@@ -301,15 +302,15 @@ func snapshotSchema(desc string) schema {
 // ---- status
 
 type statusOut struct {
-	Server            string    `json:"server"`
-	Version           string    `json:"version"`
-	Writes            string    `json:"writes"`
-	WritesMeaning     string    `json:"writes_meaning"`
-	ProtectedBranches []string  `json:"protected_branches"`
-	Principal         string    `json:"principal"`
-	Limits            limitsOut `json:"limits"`
-	Policy            Policy    `json:"policy"`
-	Tools             []string  `json:"tools"`
+	Server            string      `json:"server"`
+	Version           string      `json:"version"`
+	Writes            string      `json:"writes"`
+	WritesMeaning     string      `json:"writes_meaning"`
+	ProtectedBranches []string    `json:"protected_branches"`
+	Principal         string      `json:"principal"`
+	Limits            limitsOut   `json:"limits"`
+	Policy            gate.Policy `json:"policy"`
+	Tools             []string    `json:"tools"`
 }
 
 type limitsOut struct {
@@ -318,12 +319,12 @@ type limitsOut struct {
 
 func statusSchema() schema {
 	decision := func(class, what string) prop {
-		return prop{class, schema{"type": "string", "enum": []string{Allow, Ask, Deny}, "description": what + ": allow (runs), ask (answers a plan a person must confirm) or deny"}}
+		return prop{class, schema{"type": "string", "enum": []string{gate.Allow, gate.Ask, gate.Deny}, "description": what + ": allow (runs), ask (answers a plan a person must confirm) or deny"}}
 	}
 	return outputSchema("The server and what this caller may do.", []string{"server", "version", "writes", "writes_meaning", "protected_branches", "principal", "limits", "policy", "tools"},
 		prop{"server", strS("the server name: strata")},
 		prop{"version", strS("the server version")},
-		prop{"writes", schema{"type": "string", "enum": []string{WritesOff, WritesBranches, WritesOn}, "description": "the write mode the operator chose"}},
+		prop{"writes", schema{"type": "string", "enum": []string{gate.WritesOff, gate.WritesBranches, gate.WritesOn}, "description": "the write mode the operator chose"}},
 		prop{"writes_meaning", strS("what the write mode lets you do")},
 		prop{"protected_branches", strArrS("branches that change only through a confirmed plan (in mode on: only changes that remove or overwrite data need one)", "a branch name")},
 		prop{"principal", strS("who you are here: recorded as the author of your revisions")},

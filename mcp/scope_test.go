@@ -11,6 +11,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -28,7 +29,7 @@ const (
 	hiddenRes, missingRes = "secrets", "deleted"
 )
 
-var testScope = Scope{Databases: Names{Deny: []string{"secret-*"}}, Resources: Names{Deny: []string{"secrets"}}}
+var testScope = gate.Scope{Databases: gate.Names{Deny: []string{"secret-*"}}, Resources: gate.Names{Deny: []string{"secrets"}}}
 
 // scopeHarness seeds the data directory through the library and connects a scoped principal with writes on.
 //
@@ -73,7 +74,7 @@ func scopeHarness(t *testing.T) *harness {
 	if err := dir.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return newHarnessAt(t, path, Config{Writes: WritesOn, Principal: "scoped", Scope: testScope})
+	return newHarnessAt(t, path, Config{Writes: gate.WritesOn, Principal: "scoped", Scope: testScope})
 }
 
 func mustOps(t *testing.T, s string) []revision.Operation {

@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
 )
 
 // TestScopeWrites (T10, the write side): writes that copy or move hidden data are refused as if it did not exist.
 func TestScopeWrites(t *testing.T) {
 	path := t.TempDir()
-	op := newHarnessAt(t, path, Config{Writes: WritesOn, Protected: []string{}, Principal: "operator"})
+	op := newHarnessAt(t, path, Config{Writes: gate.WritesOn, Protected: []string{}, Principal: "operator"})
 	op.ok("create_database", `{"database":"shop"}`)
 	op.ok("put", `{"database":"shop","resource":"orders","value":[1]}`)                // 2
 	op.ok("put", `{"database":"shop","resource":"secrets","value":{"key":"hunter2"}}`) // 3: hidden
@@ -19,8 +20,8 @@ func TestScopeWrites(t *testing.T) {
 	op.ok("create_branch", `{"database":"shop","name":"ops"}`)
 	op.ok("update", `{"database":"shop","resource":"secrets","path":"/key","value":"x","branch":"ops"}`)
 
-	h := newHarnessAt(t, path, Config{Writes: WritesOn, Protected: []string{}, Principal: "agent",
-		Scope: Scope{Resources: Names{Deny: []string{"secrets"}}}})
+	h := newHarnessAt(t, path, Config{Writes: gate.WritesOn, Protected: []string{}, Principal: "agent",
+		Scope: gate.Scope{Resources: gate.Names{Deny: []string{"secrets"}}}})
 	// A hidden revision number is a missing one.
 	hidden := h.fail("restore", `{"database":"shop","resource":"orders","from_revision":3}`, codeNotFound)
 	missing := h.fail("restore", `{"database":"shop","resource":"orders","from_revision":9}`, codeNotFound)

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -119,9 +120,9 @@ func NewServer(dir *snapshots.Dir, cfg Config) (*mcpsdk.Server, error) {
 		})
 	w.srv = srv
 	srv.AddReceivingMiddleware(s.auditMiddleware)
-	plans := s.cfg.Policy.Write == Ask || s.cfg.Policy.Protected == Ask
+	plans := s.cfg.Policy.Write == gate.Ask || s.cfg.Policy.Protected == gate.Ask
 	for _, t := range allTools() {
-		if (t.write && !s.cfg.Policy.writes()) || (t.plans && !plans) {
+		if (t.write && !s.cfg.Policy.Writes()) || (t.plans && !plans) {
 			continue
 		}
 		s.tools = append(s.tools, t)

@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/strata-db/strata/gate"
 )
 
 // TestStory is an agent's whole story through the protocol: create, put, read back exactly, patch, snapshot, branch,
 // change the branch, diff, promote, history, blame, revert, restore, and the errors an agent meets on the way.
 func TestStory(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesOn, Protected: []string{"prod"}, Principal: "tester"})
+	h := newHarness(t, Config{Writes: gate.WritesOn, Protected: []string{"prod"}, Principal: "tester"})
 
 	h.ok("create_database", `{"database":"shop"}`)
 	h.fail("create_database", `{"database":"shop"}`, codeConflict)

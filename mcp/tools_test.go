@@ -14,6 +14,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -26,7 +27,7 @@ const goldenPath = "testdata/tools_list.golden.json"
 func toolsList(t *testing.T, prepare func(h *harness)) []byte {
 	t.Helper()
 	all := map[string]json.RawMessage{}
-	for _, mode := range []string{WritesOff, WritesOn} {
+	for _, mode := range []string{gate.WritesOff, gate.WritesOn} {
 		h := newHarness(t, Config{Writes: mode})
 		if prepare != nil {
 			prepare(h)
@@ -117,11 +118,11 @@ func toolNames(tools []*mcpsdk.Tool) []string {
 
 // TestToolSets checks which tools each mode lists, and their annotations.
 func TestToolSets(t *testing.T) {
-	for _, mode := range []string{WritesOff, WritesBranches, WritesOn} {
+	for _, mode := range []string{gate.WritesOff, gate.WritesBranches, gate.WritesOn} {
 		h := newHarness(t, Config{Writes: mode})
 		tools := h.listTools()
 		want := slices.Clone(readToolNames)
-		if mode != WritesOff {
+		if mode != gate.WritesOff {
 			want = append(append(want, writeToolNames...), planToolNames...)
 		}
 		slices.Sort(want)
@@ -157,7 +158,7 @@ func TestToolSets(t *testing.T) {
 // described, no bare boolean subschema (the TypeScript SDK rejects a whole tools/list that holds one), only keywords
 // that JSON Schema draft-07 and 2020-12 read the same way.
 func TestSchemas(t *testing.T) {
-	h := newHarness(t, Config{Writes: WritesOn})
+	h := newHarness(t, Config{Writes: gate.WritesOn})
 	for _, tool := range h.listTools() {
 		for which, s := range map[string]any{"inputSchema": tool.InputSchema, "outputSchema": tool.OutputSchema} {
 			m, ok := s.(map[string]any)
@@ -340,7 +341,7 @@ func TestDefaultIsReadOnly(t *testing.T) {
 		}
 	}
 	// Reads work, and say the server is read-only.
-	if st := h.ok("status", `{}`); st.str("writes") != WritesOff {
+	if st := h.ok("status", `{}`); st.str("writes") != gate.WritesOff {
 		t.Errorf("status writes = %q", st.str("writes"))
 	}
 	h.ok("read", `{"database":"shop","resource":"catalog"}`)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 	"github.com/strata-db/strata/store"
@@ -222,7 +223,7 @@ func writeTools() []*toolSpec {
 // ---- create_database
 
 func createDatabase(ctx context.Context, c *call) (string, any, error) {
-	if c.decide(ClassAdmin) != Allow {
+	if c.decide(gate.ClassAdmin) != gate.Allow {
 		return "", nil, denied("create_database")
 	}
 	name := c.a.str("database")
@@ -424,7 +425,7 @@ func createBranch(ctx context.Context, c *call) (string, any, error) {
 	}
 	name := c.a.str("name")
 	// A new branch changes no data: it is a write whatever its name.
-	if c.decide(ClassWrite) != Allow {
+	if c.decide(gate.ClassWrite) != gate.Allow {
 		return "", nil, denied("create_branch")
 	}
 	db, err := c.db(ctx)
@@ -484,7 +485,7 @@ func createSnapshot(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if c.decide(ClassWrite) != Allow {
+	if c.decide(gate.ClassWrite) != gate.Allow {
 		return "", nil, denied("create_snapshot")
 	}
 	db, err := c.db(ctx)
@@ -522,7 +523,7 @@ func deleteNamed[R any](ctx context.Context, c *call, kind, name string, list fu
 		return zero, nil, err
 	}
 	if ap := c.applying; ap != nil {
-		if c.decide(ClassProtected) == Deny { // the policy changed since the plan was made
+		if c.decide(gate.ClassProtected) == gate.Deny { // the policy changed since the plan was made
 			return zero, nil, denied("delete_" + kind + " of " + name)
 		}
 		r, err := forPlan(db, ctx, name, ap.plan.Base, ap.plan.ID, c.s.cfg.Principal, ap.confirmedBy)
@@ -532,22 +533,22 @@ func deleteNamed[R any](ctx context.Context, c *call, kind, name string, list fu
 	if err != nil {
 		return zero, nil, err
 	}
-	class, base, found := ClassWrite, uint64(0), false
+	class, base, found := gate.ClassWrite, uint64(0), false
 	for _, r := range rs {
 		if n, creator, rev := of(r); n == name {
 			found, base = true, rev
 			if creator != c.s.cfg.Principal || (kind == "branch" && c.s.cfg.protected(name)) {
-				class = ClassProtected
+				class = gate.ClassProtected
 			}
 		}
 	}
 	switch c.decide(class) {
-	case Deny:
+	case gate.Deny:
 		return zero, nil, denied("delete_" + kind + " of " + name)
-	case Allow:
+	case gate.Allow:
 		// Deleting one's own is checked again where it happens: the name may have been recreated by someone else.
 		owner := ""
-		if class == ClassWrite {
+		if class == gate.ClassWrite {
 			owner = c.s.cfg.Principal
 		}
 		r, err := del(db, ctx, name, owner)

@@ -18,7 +18,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
-	strataMCP "github.com/strata-db/strata/mcp"
+	"github.com/strata-db/strata/gate"
 )
 
 // This file holds the HTTP server's principals (SECURITY.md T8, T18): the token file, bearer authentication, the
@@ -82,7 +82,7 @@ func loadTokens(path string) ([]tokenEntry, error) {
 			return nil, usageErrorf("--token-file %s, line %d: want PRINCIPAL TOKEN, separated by spaces (found %d fields)", path, n, len(fields))
 		}
 		principal, token := fields[0], fields[1]
-		if err := strataMCP.ValidPrincipal(principal); err != nil {
+		if err := gate.ValidPrincipal(principal); err != nil {
 			return nil, usageErrorf("--token-file %s, line %d: %v", path, n, err)
 		}
 		if len(token) < minTokenLen || len(token) > maxAuthHeader-len("Bearer ") {
@@ -120,9 +120,9 @@ func principalFrom(ctx context.Context) string {
 	return p
 }
 
-// gate authenticates requests, limits them, and routes each to its principal's MCP server. With no tokens every
+// authGate authenticates requests, limits them, and routes each to its principal's MCP server. With no tokens every
 // request is the OS user's (the server then listens on loopback only).
-type gate struct {
+type authGate struct {
 	tokens    []tokenEntry
 	localUser string // the principal without tokens
 	backend   *mcpBackend
@@ -149,8 +149,8 @@ type sessionOwner struct {
 	seen      time.Time
 }
 
-func newGate(tokens []tokenEntry, localUser string, b *mcpBackend) *gate {
-	return &gate{
+func newAuthGate(tokens []tokenEntry, localUser string, b *mcpBackend) *authGate {
+	return &authGate{
 		tokens:    tokens,
 		localUser: localUser,
 		backend:   b,
@@ -164,7 +164,7 @@ func newGate(tokens []tokenEntry, localUser string, b *mcpBackend) *gate {
 
 // server is the getServer callback of the go-sdk's handler: the principal's server, made on its first request
 // and kept.
-func (g *gate) server(r *http.Request) *mcpsdk.Server {
+func (g *authGate) server(r *http.Request) *mcpsdk.Server {
 	principal := principalFrom(r.Context())
 	if principal == "" {
 		return nil // not through the gate: the go-sdk answers 400
@@ -187,7 +187,7 @@ func (g *gate) server(r *http.Request) *mcpsdk.Server {
 	return ps.srv
 }
 
-func (g *gate) refused(principal string, r *http.Request, decision string) {
+func (g *authGate) refused(principal string, r *http.Request, decision string) {
 	if g.onRefused != nil {
 		g.onRefused(principal, remoteHost(r), decision)
 	}
@@ -206,7 +206,7 @@ func remoteHost(r *http.Request) string {
 var credentialParams = []string{"access_token", "token", "bearer", "bearer_token", "auth", "authorization", "api_key", "apikey", "key"}
 
 // handler wraps next (the go-sdk's handler) with authentication, session binding and rate limits.
-func (g *gate) handler(next http.Handler) http.Handler {
+func (g *authGate) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		for k := range q {
@@ -262,7 +262,7 @@ func (g *gate) handler(next http.Handler) http.Handler {
 }
 
 // authenticate checks the Authorization header. It answers 401 itself when the request is refused.
-func (g *gate) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+func (g *authGate) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
 	values := r.Header.Values("Authorization")
 	switch {
 	case len(values) == 0:
@@ -296,7 +296,7 @@ func (g *gate) authenticate(w http.ResponseWriter, r *http.Request) (string, boo
 }
 
 // unauthorized answers 401 with the challenge of RFC 6750. errCode is "" when no credentials came.
-func (g *gate) unauthorized(w http.ResponseWriter, r *http.Request, principal, errCode, msg string) {
+func (g *authGate) unauthorized(w http.ResponseWriter, r *http.Request, principal, errCode, msg string) {
 	g.refused(principal, r, refusedUnauthenticated)
 	challenge := `Bearer realm="strata"`
 	if errCode != "" {
@@ -317,7 +317,7 @@ func tooMany(w http.ResponseWriter, d time.Duration, msg string) {
 }
 
 // limiter is the rate limiter of a principal.
-func (g *gate) limiter(principal string) *rate.Limiter {
+func (g *authGate) limiter(principal string) *rate.Limiter {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	lim := g.limits[principal]
@@ -343,7 +343,7 @@ func (b *failBucket) refill(now time.Time) {
 
 // attempt takes a token from the address's bucket. It returns how long to wait when the bucket is empty (and then
 // takes nothing).
-func (g *gate) attempt(addr string) time.Duration {
+func (g *authGate) attempt(addr string) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
@@ -372,7 +372,7 @@ func (g *gate) attempt(addr string) time.Duration {
 }
 
 // succeeded gives back the token of an attempt that authenticated.
-func (g *gate) succeeded(addr string) {
+func (g *authGate) succeeded(addr string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if b := g.failures[addr]; b != nil {
@@ -382,7 +382,7 @@ func (g *gate) succeeded(addr string) {
 
 // ownsSession reports whether a session was opened by the principal. A session of another principal is treated
 // exactly like one that does not exist.
-func (g *gate) ownsSession(principal, sid string) bool {
+func (g *authGate) ownsSession(principal, sid string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	o := g.sessions[sid]
@@ -394,7 +394,7 @@ func (g *gate) ownsSession(principal, sid string) bool {
 }
 
 // recordSession binds a new session to the principal that opened it.
-func (g *gate) recordSession(principal, sid string) {
+func (g *authGate) recordSession(principal, sid string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
@@ -412,7 +412,7 @@ func (g *gate) recordSession(principal, sid string) {
 	}
 }
 
-func (g *gate) forgetSession(sid string) {
+func (g *authGate) forgetSession(sid string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.sessions, sid)
@@ -423,7 +423,7 @@ func (g *gate) forgetSession(sid string) {
 // forgotten.
 type sessionRecorder struct {
 	http.ResponseWriter
-	g         *gate
+	g         *authGate
 	principal string
 	sid       string // the request's session, if any
 	method    string

@@ -30,7 +30,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	strataMCP "github.com/strata-db/strata/mcp"
+	"github.com/strata-db/strata/gate"
 )
 
 // Tokens of the tests: 43 characters each.
@@ -705,10 +705,10 @@ func stdioTools(t *testing.T, s *session, extra ...string) map[string]bool {
 // TestAuthOnRefusedHook: the audit hook hears of every refusal, with the principal when one was authenticated, and
 // refused requests never reach the MCP handler.
 func TestAuthOnRefusedHook(t *testing.T) {
-	rl := &strataMCP.RateLimit{PerSecond: 0.001, Burst: 1}
-	b := &mcpBackend{settings: &strataMCP.Settings{RateLimit: rl}, logger: mcpLogger(io.Discard)}
+	rl := &gate.RateLimit{PerSecond: 0.001, Burst: 1}
+	b := &mcpBackend{settings: &gate.Settings{RateLimit: rl}, logger: mcpLogger(io.Discard)}
 	tokens := []tokenEntry{{principal: "alice", digest: sha256.Sum256([]byte(aliceToken))}}
-	g := newGate(tokens, "ada", b)
+	g := newAuthGate(tokens, "ada", b)
 	var mu sync.Mutex
 	var heard []string
 	g.onRefused = func(principal, remote, decision string) {

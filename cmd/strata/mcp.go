@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-db/strata/audit"
+	"github.com/strata-db/strata/gate"
 	strataMCP "github.com/strata-db/strata/mcp"
 	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/snapshots"
@@ -29,7 +30,7 @@ type mcpFlags struct {
 }
 
 func (f *mcpFlags) register(cmd *cobra.Command, who string) {
-	cmd.Flags().StringVar(&f.writes, "writes", strataMCP.WritesOff, "what "+who+" may change: off, branches or on")
+	cmd.Flags().StringVar(&f.writes, "writes", gate.WritesOff, "what "+who+" may change: off, branches or on")
 	cmd.Flags().StringVar(&f.config, "config", "", "operator configuration file (JSON): write mode, policies, scopes and rate limits per principal")
 }
 
@@ -107,7 +108,7 @@ func serveMCP(ctx context.Context, in io.Reader, out, stderr io.Writer, g *globa
 // mcpBackend is what the MCP servers of `strata mcp` and `strata serve` share: the operator's settings, the data
 // directory and the query engine. It builds the server of each principal.
 type mcpBackend struct {
-	settings *strataMCP.Settings
+	settings *gate.Settings
 	dir      *snapshots.Dir
 	engine   *query.Engine
 	logger   *slog.Logger
@@ -119,15 +120,15 @@ type mcpBackend struct {
 
 // loadSettings reads --config (if given) and combines it with --writes. A missing or bad file, or a --writes flag
 // that contradicts it, is a usage error.
-func loadSettings(f *mcpFlags) (*strataMCP.Settings, error) {
+func loadSettings(f *mcpFlags) (*gate.Settings, error) {
 	if f.config == "" {
-		s := &strataMCP.Settings{Writes: f.writes}
-		if err := (strataMCP.Config{Writes: s.Writes}).Validate(); err != nil {
+		s := &gate.Settings{Writes: f.writes}
+		if err := gate.ValidMode(s.Writes); err != nil {
 			return nil, usageErrorf("--writes: %v", err)
 		}
 		return s, nil
 	}
-	s, err := strataMCP.LoadSettings(f.config)
+	s, err := gate.LoadSettings(f.config)
 	if err != nil {
 		return nil, usageErrorf("--config: %v", err)
 	}
@@ -139,7 +140,7 @@ func loadSettings(f *mcpFlags) (*strataMCP.Settings, error) {
 
 // openMCP validates the flags and the configuration, runs check (for more flags), and only then opens the data
 // directory and a query engine. close releases both.
-func openMCP(g *globalOptions, f *mcpFlags, logger *slog.Logger, check func(s *strataMCP.Settings) error) (*mcpBackend, error) {
+func openMCP(g *globalOptions, f *mcpFlags, logger *slog.Logger, check func(s *gate.Settings) error) (*mcpBackend, error) {
 	// A bad flag or configuration stops here, before anything is opened: a typo must not leave the server writable.
 	settings, err := loadSettings(f)
 	if err != nil {
@@ -152,7 +153,7 @@ func openMCP(g *globalOptions, f *mcpFlags, logger *slog.Logger, check func(s *s
 	}
 	b := &mcpBackend{settings: settings, logger: logger}
 	// Only a server that may create databases makes a missing data directory; a read-only one reports it.
-	if b.dir, err = g.openDir(b.mode() != strataMCP.WritesOff); err != nil {
+	if b.dir, err = g.openDir(b.mode() != gate.WritesOff); err != nil {
 		return nil, err
 	}
 	// The engine's workers are re-executions of this binary (main calls query.WorkerMain).
@@ -172,20 +173,17 @@ func openMCP(g *globalOptions, f *mcpFlags, logger *slog.Logger, check func(s *s
 // mode is the write mode in force.
 func (b *mcpBackend) mode() string {
 	if b.settings.Writes == "" {
-		return strataMCP.WritesOff
+		return gate.WritesOff
 	}
 	return b.settings.Writes
 }
 
 // config is the server configuration of one principal.
 func (b *mcpBackend) config(principal string) strataMCP.Config {
-	cfg := b.settings.For(principal)
-	cfg.Version = currentVersion().Version
-	cfg.Logger = b.logger
-	cfg.Engine = b.engine
-	cfg.Audit = b.audit
-	cfg.Transport = b.transport
-	return cfg
+	p := b.settings.For(principal)
+	return strataMCP.Config{Writes: p.Mode, Protected: p.Protected, Principal: p.Name, Policy: p.Policy, Scope: p.Scope,
+		PlanTTL: p.PlanTTL, MaxOutputChars: b.settings.MaxOutputChars, MaxConcurrentQueries: b.settings.MaxConcurrentQueries,
+		Version: currentVersion().Version, Logger: b.logger, Engine: b.engine, Audit: b.audit, Transport: b.transport}
 }
 
 // server builds the MCP server of one principal.

@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-db/strata/audit"
-	strataMCP "github.com/strata-db/strata/mcp"
+	"github.com/strata-db/strata/gate"
 )
 
 // Limits of the HTTP transport.
@@ -149,7 +149,7 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	logger := mcpLogger(stderr)
 	var tokens []tokenEntry
 	var tlsConfig *tls.Config
-	b, err := openMCP(g, &o.mcpFlags, logger, func(*strataMCP.Settings) error {
+	b, err := openMCP(g, &o.mcpFlags, logger, func(*gate.Settings) error {
 		if o.tokenFile != "" {
 			if tokens, err = loadTokens(o.tokenFile); err != nil {
 				return err
@@ -178,7 +178,7 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 		ln.Close()
 		return usageErrorf("--listen %q resolved to %s, which is not a loopback address", o.listen, addr)
 	}
-	gt := newGate(tokens, g.env.user(), b)
+	gt := newAuthGate(tokens, g.env.user(), b)
 	b.transport = audit.TransportHTTP
 	gt.onRefused = b.refused
 	if o.onRefused != nil {
