@@ -6,30 +6,31 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
 
-// The stable error codes of DESIGN.md §3.4. Clients and tests rely on them: keep them stable.
+// The stable error codes are the gate's (gate.Code classifies every library error); these are their short names
+// here.
 const (
-	codeNotFound             = "NOT_FOUND"
-	codeInvalidArgument      = "INVALID_ARGUMENT"
-	codeInvalidPath          = "INVALID_PATH"
-	codeConflict             = "CONFLICT"
-	codePlanChanged          = "PLAN_CHANGED"
-	codePlanExpired          = "PLAN_EXPIRED"
-	codeConfirmationRequired = "CONFIRMATION_REQUIRED"
-	codeDenied               = "DENIED"
-	codeQueryError           = "QUERY_ERROR"
-	codeQueryTimeout         = "QUERY_TIMEOUT"
-	codeLimitExceeded        = "LIMIT_EXCEEDED"
-	codeUnavailable          = "UNAVAILABLE"
+	codeNotFound             = gate.CodeNotFound
+	codeInvalidArgument      = gate.CodeInvalidArgument
+	codeInvalidPath          = gate.CodeInvalidPath
+	codeConflict             = gate.CodeConflict
+	codePlanChanged          = gate.CodePlanChanged
+	codePlanExpired          = gate.CodePlanExpired
+	codeConfirmationRequired = gate.CodeConfirmationRequired
+	codeDenied               = gate.CodeDenied
+	codeQueryError           = gate.CodeQueryError
+	codeQueryTimeout         = gate.CodeQueryTimeout
+	codeLimitExceeded        = gate.CodeLimitExceeded
+	codeUnavailable          = gate.CodeUnavailable
 )
 
 // errorCodes lists every code, for the output schemas.
-var errorCodes = []string{codeConfirmationRequired, codeConflict, codeDenied, codeInvalidArgument, codeInvalidPath,
-	codeLimitExceeded, codeNotFound, codePlanChanged, codePlanExpired, codeQueryError, codeQueryTimeout, codeUnavailable}
+var errorCodes = gate.Codes
 
 // toolError is the structured content of an error result.
 type toolError struct {
@@ -80,33 +81,26 @@ func errorFor(err error) *toolError {
 		te := ce.toolError
 		return &te
 	}
-	te := &toolError{Message: err.Error()}
-	switch {
-	case errors.Is(err, snapshots.ErrPlanChanged):
-		te.Code = codePlanChanged
-		te.Hint = "the plan was not applied and stays as it was; read the branch again and plan the change anew"
-	case errors.Is(err, snapshots.ErrPlanExpired):
-		te.Code = codePlanExpired
+	te := &toolError{Code: gate.Code(err), Message: err.Error()}
+	var ge *gate.Error
+	if errors.As(err, &ge) {
+		te.Hint, te.Detail = ge.Hint, ge.Detail
+	}
+	switch te.Code {
+	case codePlanChanged:
+		if te.Hint == "" {
+			te.Hint = "the plan was not applied and stays as it was; read the branch again and plan the change anew"
+		}
+	case codePlanExpired:
 		te.Hint = "make the same call again to get a fresh plan"
-	case errors.Is(err, query.ErrBadCursor):
-		te.Code = codeInvalidArgument
-	case errors.Is(err, query.ErrQuery):
-		te.Code = codeQueryError
+	case codeQueryError:
 		// gojq's messages can quote the input ("cannot iterate over: string (\"...\")"): keep stored text out of
-		// the line shown outside the boundary (SECURITY.md §1).
+		// the line shown outside the boundary (docs/security.md §1).
 		te.Detail = err.Error()
 		te.Message = "the jq program was refused or failed; the error, with a caret under the fault where known, is in detail"
-	case errors.Is(err, query.ErrTimeout):
-		te.Code = codeQueryTimeout
+	case codeQueryTimeout:
 		te.Hint = "the program ran past its deadline and was stopped: narrow it (a path, a slice, select early) or page with limit"
-	case errors.Is(err, query.ErrLimit):
-		te.Code = codeLimitExceeded
-	case errors.Is(err, query.ErrUnavailable):
-		te.Code = codeUnavailable
-	case errors.Is(err, snapshots.ErrNotFound), errors.Is(err, revision.ErrNotFound):
-		te.Code = codeNotFound
-	case errors.Is(err, snapshots.ErrConflict), errors.Is(err, revision.ErrTestFailed):
-		te.Code = codeConflict
+	case codeConflict:
 		var pe *revision.PathError
 		if errors.As(err, &pe) && pe.Want != "" {
 			// An old_value that did not hold: the value found there is stored data, so both values go inside the
@@ -117,22 +111,16 @@ func errorFor(err error) *toolError {
 			te.Message = strings.Replace(err.Error(), pe.Error(), short.Error(), 1) + "; nothing was written (the value there and old_value are in detail)"
 			te.Hint = "read the value again (or diff again) and send the patch with the old_value it has now"
 		}
-	case errors.Is(err, revision.ErrInvalidPath):
-		te.Code = codeInvalidPath
-	case errors.Is(err, revision.ErrInvalidJSON), errors.Is(err, revision.ErrInvalidPatch),
-		errors.Is(err, snapshots.ErrInvalidArgument):
-		te.Code = codeInvalidArgument
-	case errors.Is(err, revision.ErrLimit):
-		te.Code = codeLimitExceeded
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		te.Code = codeUnavailable
-		te.Message = "the call was cancelled or timed out before it finished; nothing was written unless a result said so"
-	case errors.Is(err, snapshots.ErrClosed):
-		te.Code = codeUnavailable
-		te.Hint = "the server is shutting down; retry on a new connection"
-	default:
-		te.Code = codeUnavailable
-		te.Message = "the call failed: " + err.Error()
+	case codeUnavailable:
+		switch {
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+			te.Message = "the call was cancelled or timed out before it finished; nothing was written unless a result said so"
+		case errors.Is(err, snapshots.ErrClosed):
+			te.Hint = "the server is shutting down; retry on a new connection"
+		case errors.Is(err, query.ErrUnavailable):
+		default:
+			te.Message = "the call failed: " + err.Error()
+		}
 	}
 
 	// Take the store's names out of the message and into did_you_mean.

@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/strata-db/strata/query"
-	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -55,19 +54,23 @@ func withExitCode(err error) error {
 	return &cliError{code: codeFor(err), err: err}
 }
 
-// codeFor maps the library's sentinel errors to exit codes, in one place.
+// exitCodes maps the gate's error codes (gate.Code, the one classification of library errors) to exit codes; a
+// code not listed exits with exitFailure.
+var exitCodes = map[string]int{
+	gate.CodeNotFound:        exitNotFound,
+	gate.CodeConflict:        exitConflict,
+	gate.CodePlanExpired:     exitConflict,
+	gate.CodePlanChanged:     exitConflict,
+	gate.CodeQueryError:      exitUsage,
+	gate.CodeInvalidPath:     exitUsage,
+	gate.CodeInvalidArgument: exitUsage,
+	gate.CodeLimitExceeded:   exitUsage, // a query or read over its limits: narrow it
+}
+
+// codeFor is the exit code of a library error.
 func codeFor(err error) int {
-	switch {
-	case errors.Is(err, revision.ErrNotFound), errors.Is(err, snapshots.ErrNotFound):
-		return exitNotFound
-	case errors.Is(err, revision.ErrTestFailed), errors.Is(err, snapshots.ErrConflict),
-		errors.Is(err, snapshots.ErrPlanExpired), errors.Is(err, snapshots.ErrPlanChanged):
-		return exitConflict
-	case errors.Is(err, query.ErrQuery), errors.Is(err, query.ErrLimit):
-		return exitUsage
-	case errors.Is(err, revision.ErrInvalidPath), errors.Is(err, revision.ErrInvalidJSON),
-		errors.Is(err, revision.ErrInvalidPatch), errors.Is(err, snapshots.ErrInvalidArgument):
-		return exitUsage
+	if c, ok := exitCodes[gate.Code(err)]; ok {
+		return c
 	}
 	return exitFailure
 }
