@@ -145,6 +145,9 @@ func errorFor(err error) *toolError {
 	var cf *snapshots.ConflictError
 	if errors.As(err, &cf) && cf.Msg == "" && cf.Branch != "" {
 		te.Head = cf.Head
+		if te.Hint == "" {
+			te.Hint = fmt.Sprintf("see what changed (history), then retry with expected_head %d", cf.Head)
+		}
 	}
 	if len(te.DidYouMean) > 0 && te.Hint == "" {
 		te.Hint = "the closest existing names are in did_you_mean"

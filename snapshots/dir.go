@@ -123,7 +123,7 @@ func (d *Dir) Open(ctx context.Context, name string) (*DB, error) {
 	be, err := d.opts.Backend(d.file(name), false)
 	if errors.Is(err, os.ErrNotExist) {
 		names, _ := d.Names()
-		hint := "create it with create_database (strata db create " + name + ")"
+		hint := "create it first"
 		return nil, &NotFoundError{What: "database", Name: name, DidYouMean: closest(name, names), Hint: hint}
 	}
 	if err != nil {

@@ -56,7 +56,7 @@ func (e *ConflictError) Error() string {
 	if e.Msg != "" {
 		return e.Msg
 	}
-	return fmt.Sprintf("branch %s is at revision %d, not %d; read it again and retry with expected_head %d", e.Branch, e.Head, e.Expected, e.Head)
+	return fmt.Sprintf("branch %s is at revision %d, not %d; read it again and retry on head %d", e.Branch, e.Head, e.Expected, e.Head)
 }
 
 func (e *ConflictError) Unwrap() error { return ErrConflict }

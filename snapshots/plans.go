@@ -83,7 +83,7 @@ func (p Plan) settled() time.Time {
 
 // planNotFound is the error for an unknown plan id, or one the caller may not see.
 func planNotFound(id string) error {
-	return &NotFoundError{What: "plan", Name: id, Hint: "plan ids are exact; list_plans (strata plans DB) shows the plans waiting"}
+	return &NotFoundError{What: "plan", Name: id, Hint: "plan ids are exact; the plans of a database can be listed"}
 }
 
 // keepPlans is how long a finished or expired plan stays listed.

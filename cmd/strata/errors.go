@@ -103,7 +103,7 @@ func forCLI(err error) error {
 	if errors.As(err, &nf) {
 		cp := *nf
 		switch {
-		case nf.What == "database" && strings.Contains(nf.Hint, "create_database"):
+		case nf.What == "database" && nf.Hint != "":
 			cp.Hint = "create it with: strata db create " + nf.Name
 		case nf.What == "revision" && strings.Contains(nf.Name, wholeSecond):
 			cp.Name = strings.Replace(nf.Name, wholeSecond, "", 1)
