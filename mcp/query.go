@@ -217,8 +217,8 @@ func bisectTool(ctx context.Context, c *call) (string, any, error) {
 	if c.s.limited() {
 		visible = c.s.resPermitted
 	}
-	res, err := c.s.engine.BisectVisible(ctx, db, branch, c.a.str("resource"), c.a.str("predicate"), ps,
-		c.a.uint("from_revision"), c.a.uint("to_revision"), visible)
+	res, err := c.s.engine.Bisect(ctx, db, query.BisectRequest{Branch: branch, Resource: c.a.str("resource"),
+		Predicate: c.a.str("predicate"), Params: ps, From: c.a.uint("from_revision"), To: c.a.uint("to_revision"), Visible: visible})
 	if err != nil {
 		return "", nil, err
 	}

@@ -312,7 +312,7 @@ func (c *call) visibleHistory(ctx context.Context, db *snapshots.DB, q snapshots
 
 // isScanLimit recognises the library's error for a history walk that examined its maximum of revisions without
 // finding any.
-func isScanLimit(err error) bool { return err != nil && err.Error() == "scan limit" }
+func isScanLimit(err error) bool { return errors.Is(err, snapshots.ErrScanLimit) }
 
 // noResource is a resource name no database holds (it is not a valid name): a history filtered by it walks the
 // whole branch and finds nothing, as a filter by a missing resource does.

@@ -29,9 +29,24 @@ type BisectResult struct {
 // maxBisectChain bounds the history a bisect walks.
 const maxBisectChain = 1_000_000
 
-// Bisect finds the first revision on a branch's first-parent history, between from and to (0: the branch's first
-// revision and its head), at which a jq predicate on a resource (or on the root, when resource is "") becomes
-// true. The predicate's first output decides, by jq truthiness (false and null are false; no output is false).
+// BisectRequest is one bisect: find the first revision on a branch's first-parent history, between From and To (0:
+// the branch's first revision and its head), at which a jq predicate on a resource (or on the root, when Resource is
+// "") becomes true.
+type BisectRequest struct {
+	Branch    string         // default main
+	Resource  string         // "" for the object of all resources
+	Predicate string         // jq; its first output decides, by jq truthiness
+	Params    map[string]any // $name variables
+	From, To  uint64
+	// Visible, when set, hides resources (gate.View sets it for a scoped principal): revisions that changed only
+	// hidden resources are not on the history walked (they cannot change what the predicate sees; From or To naming
+	// one is an error, as for a revision off the branch), a hidden resource is absent (null) throughout, and the
+	// object of all resources holds the visible ones only.
+	Visible func(resource string) bool
+}
+
+// Bisect finds the first revision at which req's predicate becomes true. The predicate's first output decides, by
+// jq truthiness (false and null are false; no output is false).
 //
 // Like git bisect it assumes the predicate is false up to some revision and true from then on, and finds that
 // revision in O(log n) evaluations: the end of the range is evaluated first (not true there: nothing to find), then
@@ -39,15 +54,8 @@ const maxBisectChain = 1_000_000
 // it are candidates (the value, and so the answer, cannot change elsewhere), read from the revision records without
 // opening any tree; an absent resource is null. Each evaluation is an ordinary query, under the engine's deadline
 // and isolation, and is reported in BisectResult.Evaluations.
-func (e *Engine) Bisect(ctx context.Context, db *snapshots.DB, branch, resource, predicate string, params map[string]any, from, to uint64) (*BisectResult, error) {
-	return e.BisectVisible(ctx, db, branch, resource, predicate, params, from, to, nil)
-}
-
-// BisectVisible is Bisect for a caller who sees only some resources (visible; nil: all). Revisions that changed
-// only hidden resources are not on the history it walks (they cannot change what the predicate sees; from or to
-// naming one is an error, as for a revision off the branch); a hidden resource is absent (null) throughout; and
-// without a resource, the predicate's input is the root with the hidden resources left out.
-func (e *Engine) BisectVisible(ctx context.Context, db *snapshots.DB, branch, resource, predicate string, params map[string]any, from, to uint64, visible func(resource string) bool) (*BisectResult, error) {
+func (e *Engine) Bisect(ctx context.Context, db *snapshots.DB, req BisectRequest) (*BisectResult, error) {
+	branch, resource, predicate, params, from, to, visible := req.Branch, req.Resource, req.Predicate, req.Params, req.From, req.To, req.Visible
 	if resource != "" {
 		if err := snapshots.ValidResourceName(resource); err != nil {
 			return nil, err

@@ -23,7 +23,7 @@ func TestBisect(t *testing.T) {
 
 	check := func(pred string, params map[string]any, from, to uint64, found bool, first uint64) *BisectResult {
 		t.Helper()
-		r, err := e.Bisect(ctx, db, "", "counter", pred, params, from, to)
+		r, err := e.Bisect(ctx, db, BisectRequest{Resource: "counter", Predicate: pred, Params: params, From: from, To: to})
 		if err != nil {
 			t.Fatalf("%s: %v", pred, err)
 		}
@@ -67,26 +67,26 @@ func TestBisect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, err := e.Bisect(ctx, db, "b", "counter", `.n >= 37`, nil, 0, 0)
+	rb, err := e.Bisect(ctx, db, BisectRequest{Branch: "b", Resource: "counter", Predicate: `.n >= 37`})
 	if err != nil || !rb.Found || rb.First != res.Revision {
 		t.Fatalf("branch bisect: %+v %v", rb, err)
 	}
 
 	// Errors name the revision; bad ranges are refused.
-	if _, err := e.Bisect(ctx, db, "", "counter", `.n | error("x")`, nil, 0, 0); !errors.Is(err, ErrQuery) {
+	if _, err := e.Bisect(ctx, db, BisectRequest{Resource: "counter", Predicate: `.n | error("x")`}); !errors.Is(err, ErrQuery) {
 		t.Errorf("predicate error: %v", err)
 	}
-	if _, err := e.Bisect(ctx, db, "", "counter", `.n > 1`, nil, revAt[50], revAt[10]); !errors.Is(err, snapshots.ErrInvalidArgument) {
+	if _, err := e.Bisect(ctx, db, BisectRequest{Resource: "counter", Predicate: `.n > 1`, From: revAt[50], To: revAt[10]}); !errors.Is(err, snapshots.ErrInvalidArgument) {
 		t.Errorf("reversed range: %v", err)
 	}
-	if _, err := e.Bisect(ctx, db, "", "counter", `.n > 1`, nil, res.Revision, 0); !errors.Is(err, snapshots.ErrInvalidArgument) {
+	if _, err := e.Bisect(ctx, db, BisectRequest{Resource: "counter", Predicate: `.n > 1`, From: res.Revision}); !errors.Is(err, snapshots.ErrInvalidArgument) {
 		t.Errorf("from on another branch: %v", err)
 	}
-	if _, err := e.Bisect(ctx, db, "nope", "counter", `.n > 1`, nil, 0, 0); !errors.Is(err, snapshots.ErrNotFound) {
+	if _, err := e.Bisect(ctx, db, BisectRequest{Branch: "nope", Resource: "counter", Predicate: `.n > 1`}); !errors.Is(err, snapshots.ErrNotFound) {
 		t.Errorf("missing branch: %v", err)
 	}
 	// Without a resource the predicate sees the whole root.
-	r2, err := e.Bisect(ctx, db, "", "", `.noise.i >= 3`, nil, 0, 0)
+	r2, err := e.Bisect(ctx, db, BisectRequest{Resource: "", Predicate: `.noise.i >= 3`})
 	if err != nil || !r2.Found {
 		t.Fatal(r2, err)
 	}

@@ -45,7 +45,7 @@ func (db *DB) History(ctx context.Context, q HistoryQuery) (*HistoryPage, error)
 		}
 		return true, nil
 	})
-	if page.Next == 0 && len(page.Revisions) > 0 && err == errScanLimit {
+	if page.Next == 0 && len(page.Revisions) > 0 && err == ErrScanLimit {
 		page.Next = page.Revisions[len(page.Revisions)-1].Number
 		err = nil
 	}
@@ -59,7 +59,9 @@ func limitOr(n int) int {
 	return n
 }
 
-var errScanLimit = errors.New("scan limit")
+// ErrScanLimit is returned by History (and PathHistory) when a walk examined its maximum of revisions without
+// finding one that changed what it filters by: the caller may go on from where it stopped, or report nothing found.
+var ErrScanLimit = errors.New("history scan limit reached without a match")
 
 // walk visits the first-parent chain of a branch from its head (or from below a cursor), newest first.
 func (db *DB) walk(ctx context.Context, branch string, before uint64, fn func(rec, parent store.RevisionRecord, hasParent bool) (bool, error)) error {
@@ -87,7 +89,7 @@ func (db *DB) walk(ctx context.Context, branch string, before uint64, fn func(re
 		}
 		for scanned := 0; ; scanned++ {
 			if scanned == maxScan {
-				return errScanLimit
+				return ErrScanLimit
 			}
 			if err := ctx.Err(); err != nil {
 				return err
@@ -174,7 +176,7 @@ func (db *DB) PathHistory(ctx context.Context, branch, resource string, path rev
 		}
 		return err == nil, err
 	})
-	if err == errScanLimit {
+	if err == ErrScanLimit {
 		err = nil
 		if len(out) > 0 {
 			next = out[len(out)-1].Rev.Number

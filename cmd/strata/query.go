@@ -193,7 +193,7 @@ func runBisect(ctx context.Context, w io.Writer, g *globalOptions, o *bisectOpti
 	}
 	defer e.Close()
 	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
-		res, err := e.Bisect(ctx, db, o.branch, resource, predicate, ps, o.from, o.to)
+		res, err := e.Bisect(ctx, db, query.BisectRequest{Branch: o.branch, Resource: resource, Predicate: predicate, Params: ps, From: o.from, To: o.to})
 		if err != nil {
 			return err
 		}
