@@ -27,10 +27,11 @@ type args struct {
 	raws    map[string]json.RawMessage
 }
 
-func (a *args) has(name string) bool            { return a.present[name] }
-func (a *args) str(name string) string          { return a.strs[name] }
-func (a *args) uint(name string) uint64         { return a.ints[name] }
-func (a *args) boolean(name string) bool        { return a.bools[name] }
+func (a *args) has(name string) bool     { return a.present[name] }
+func (a *args) str(name string) string   { return a.strs[name] }
+func (a *args) uint(name string) uint64  { return a.ints[name] }
+func (a *args) boolean(name string) bool { return a.bools[name] }
+
 // timeRef is a time argument for a ref, nil when absent (any instant, year 1 included, when present).
 func (a *args) timeRef(name string) *time.Time {
 	if t, ok := a.times[name]; ok {
