@@ -11,7 +11,7 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// The stable error codes of DESIGN.md §3.4. Clients and tests rely on them: keep them stable.
+// The stable error codes of docs/design.md §3.4. Clients and tests rely on them: keep them stable.
 const (
 	codeNotFound             = "NOT_FOUND"
 	codeInvalidArgument      = "INVALID_ARGUMENT"
@@ -69,7 +69,7 @@ func (e *codedError) withHint(format string, args ...any) *codedError {
 }
 
 // errorFor maps any error a handler returns to its code and message: the one place where library sentinels become
-// the codes of DESIGN.md §3.4.
+// the codes of docs/design.md §3.4.
 //
 // Names that come from the store (the closest names of a did-you-mean, conflicting paths) never go into the message,
 // which is shown outside the untrusted-data boundary: they go into did_you_mean and conflicts, which are shown inside
@@ -93,7 +93,7 @@ func errorFor(err error) *toolError {
 	case errors.Is(err, query.ErrQuery):
 		te.Code = codeQueryError
 		// gojq's messages can quote the input ("cannot iterate over: string (\"...\")"): keep stored text out of
-		// the line shown outside the boundary (SECURITY.md §1).
+		// the line shown outside the boundary (docs/security.md §1).
 		te.Detail = err.Error()
 		te.Message = "the jq program was refused or failed; the error, with a caret under the fault where known, is in detail"
 	case errors.Is(err, query.ErrTimeout):
