@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-// Package audit is Strata's audit log (DESIGN.md §4, SECURITY.md T12): one JSON line per MCP or CLI call —
+// Package audit is Strata's audit log (docs/design.md §4, docs/security.md T12): one JSON line per MCP or CLI call —
 // allowed, asked, denied, failed — appended to <data dir>/audit.log and chained by hashes so that an edited,
 // deleted, inserted or reordered line is found by Verify.
 //

@@ -1,4 +1,4 @@
-// Package bench is Strata's benchmark suite (BENCH.md "The suite"): the same versioned-document workload run on
+// Package bench is Strata's benchmark suite (docs/benchmarks.md "The suite"): the same versioned-document workload run on
 // Strata and, side by side, on an in-repo naive baseline (a full JSON copy per revision in bbolt), git, and SQLite,
 // PostgreSQL and Dolt when their binaries are on the machine.
 //
@@ -501,7 +501,7 @@ func runOne(ctx context.Context, o *Options, rep *Report, name string, s system,
 		return err
 	}
 	// (e) a different element each repetition, checked against the workload: its first read (cold: nothing of it
-	// cached in the process), then BENCH.md's target, the same read again (warm).
+	// cached in the process), then docs/benchmarks.md's target, the same read again (warm).
 	rng := rand.New(rand.NewPCG(uint64(n), 99))
 	pick := make([]int, reps)
 	for r := range pick {

@@ -153,7 +153,7 @@ func (s *naiveSystem) export(_ context.Context, k int, w io.Writer) error {
 	return err
 }
 
-// materialise is encoding/json.Unmarshal of the stored copy: BENCH.md's reference for Go values.
+// materialise is encoding/json.Unmarshal of the stored copy: docs/benchmarks.md's reference for Go values.
 func (s *naiveSystem) materialise(_ context.Context, k int) (any, error) {
 	data, err := s.get(k)
 	if err != nil {

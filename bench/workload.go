@@ -14,7 +14,7 @@ import (
 	gendoc "github.com/strata-db/strata/internal/workload"
 )
 
-// doc is the document of BENCH.md: an array of n small objects.
+// doc is the document of docs/benchmarks.md: an array of n small objects.
 type doc struct {
 	n     int
 	elems [][]byte // each element's compact JSON

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Tool classes (DESIGN.md §4). Every tool has one; a call's class can depend on its arguments: a write to a
+// Tool classes (docs/design.md §4). Every tool has one; a call's class can depend on its arguments: a write to a
 // protected branch is `protected`, the same write elsewhere `write`.
 const (
 	ClassRead      = "read"

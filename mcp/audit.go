@@ -14,7 +14,7 @@ import (
 )
 
 // Every call that reaches the data — tools, resource reads, subscriptions, prompts — is appended to the audit log
-// (DESIGN.md §4, SECURITY.md T12) by one receiving middleware, around everything else: one record per request,
+// (docs/design.md §4, docs/security.md T12) by one receiving middleware, around everything else: one record per request,
 // whatever happened inside (allowed, planned, denied, failed, timed out, panicked). The record holds who, which
 // client, which tool, a digest of the arguments, the decision, the outcome, the revision a write created or the
 // plan it made, and how long it took; never the arguments themselves.

@@ -14,7 +14,7 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// BenchmarkReadTool is BENCH.md's (i) without a process boundary: one read of a single element of a 10,000-element
+// BenchmarkReadTool is docs/benchmarks.md's (i) without a process boundary: one read of a single element of a 10,000-element
 // array through a go-sdk client connected to the server over the SDK's in-memory transport (both ends' JSON-RPC
 // work included).
 func BenchmarkReadTool(b *testing.B) {

@@ -19,7 +19,7 @@ import (
 // bidirectional-control and tag characters are written as \u escapes too (the JSON means the same), and the summary
 // says that there were some.
 
-// flags are what a result's data holds that an agent should treat with suspicion (SECURITY.md §1, T17). They go
+// flags are what a result's data holds that an agent should treat with suspicion (docs/security.md §1, T17). They go
 // into the result's _meta under flagsMetaKey, and the summary says so.
 type flags struct {
 	Invisible      int `json:"invisible_characters,omitempty"` // zero-width, bidi-control and tag characters (escaped)

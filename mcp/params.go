@@ -2,7 +2,7 @@ package mcp
 
 import "fmt"
 
-// The arguments tools share (DESIGN.md §3.1), with their descriptions.
+// The arguments tools share (docs/design.md §3.1), with their descriptions.
 
 var (
 	pDatabase = param{name: "database", kind: kString, required: true,

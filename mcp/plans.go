@@ -21,7 +21,7 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// Plans and confirmation (DESIGN.md §4). A call whose class the policy answers with `ask` is computed without
+// Plans and confirmation (docs/design.md §4). A call whose class the policy answers with `ask` is computed without
 // committing (a dry run on the branch head) and kept as a plan in the database: the caller gets its id, a preview
 // (the diff it would commit), what it removes and overwrites, and when it expires. apply_plan commits it exactly as
 // previewed — the same call, on the same base head, checked to produce the same root — once a person confirmed it:

@@ -173,7 +173,7 @@ func (h *harness) decide(id string, approve bool, reason string) {
 	}
 }
 
-// TestPlanApproveApply (SECURITY.md T11): a plan applies once a person approved it, exactly as previewed, once;
+// TestPlanApproveApply (docs/security.md T11): a plan applies once a person approved it, exactly as previewed, once;
 // the consumed marker lands with its revision.
 func TestPlanApproveApply(t *testing.T) {
 	h := newHarness(t, Config{Writes: gate.WritesBranches, Principal: "agent-1"})

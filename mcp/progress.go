@@ -8,7 +8,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Progress and cancellation (DESIGN.md §3.7). Every tool call goes through server.handler, which runs the tool with
+// Progress and cancellation (docs/design.md §3.7). Every tool call goes through server.handler, which runs the tool with
 // the request's own context: the go-sdk cancels it when the client sends notifications/cancelled, and queries,
 // diffs and history walks stop at their next check (a commit that has begun is finished by the snapshots writer).
 // When the call carries a progress token, the handler also reports progress while the tool runs.

@@ -13,7 +13,7 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// Prompts (DESIGN.md §3.6). A prompt's text is fixed; the only variable text in it is the arguments the caller gave,
+// Prompts (docs/design.md §3.6). A prompt's text is fixed; the only variable text in it is the arguments the caller gave,
 // as JSON inside a random untrusted-data boundary. No stored data (names, values, notes) is put into a prompt: the
 // prompt tells the agent which tools to call to see it.
 

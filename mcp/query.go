@@ -10,7 +10,7 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// The jq tools: query and bisect (reads, DESIGN.md §3.2) and transform (a write, §3.3). They run their programs in
+// The jq tools: query and bisect (reads, docs/design.md §3.2) and transform (a write, §3.3). They run their programs in
 // the server's query.Engine, under its deadline, isolation and limits; the engine's cursors are passed through as
 // they are (opaque, signed, bound to the program, parameters, resource, revision and principal).
 

@@ -13,7 +13,7 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// The read tools of DESIGN.md §3.2. None of them has a code path that can commit.
+// The read tools of docs/design.md §3.2. None of them has a code path that can commit.
 // query and bisect are in query.go; list_plans is in plans.go.
 
 // Common output properties.
@@ -44,7 +44,7 @@ func revisionSchema(desc string, extra ...prop) schema {
 	return closedObject(desc, []string{"revision", "branch", "time", "author", "tool", "message", "resources"}, props...)
 }
 
-// revisionJSON is a revision as the tools show it (DESIGN.md §3.4).
+// revisionJSON is a revision as the tools show it (docs/design.md §3.4).
 type revisionJSON struct {
 	Revision  uint64    `json:"revision"`
 	Parent    uint64    `json:"parent,omitempty"`

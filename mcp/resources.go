@@ -18,7 +18,7 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// Resources (DESIGN.md §3.5). Every resource is read through the read tool that answers the same question (list_databases,
+// Resources (docs/design.md §3.5). Every resource is read through the read tool that answers the same question (list_databases,
 // list_resources, read, history, list_branches, list_snapshots), so a resource shows exactly what the tool would,
 // with the same caps, and its text is the tool's text: a summary line, then the data inside a random untrusted-data
 // boundary. Names in URIs are percent-encoded path segments (a resource named "a/b" is strata://db/a%2Fb).

@@ -13,7 +13,7 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// Scopes (DESIGN.md §4, SECURITY.md T10). A server serves one principal with one Scope. A database the scope does
+// Scopes (docs/design.md §4, docs/security.md T10). A server serves one principal with one Scope. A database the scope does
 // not permit does not exist for this principal, and neither does a resource: every tool, resource URI and completion
 // answers for a hidden name exactly as for a missing one, suggests only permitted names, and never lets hidden data
 // reach its answer or a jq program. A revision is hidden when every resource it changed is hidden (a revision that

@@ -16,7 +16,7 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// The scope tests (DESIGN.md §4 "Scopes", SECURITY.md T10). The data directory holds databases shop and secret-db;
+// The scope tests (docs/design.md §4 "Scopes", docs/security.md T10). The data directory holds databases shop and secret-db;
 // shop holds orders, customers and secrets. The principal's scope hides databases secret-* and the resource secrets,
 // so for it secret-db and secrets must answer exactly as absent-db and deleted (names of the same lengths) do, and
 // nothing stored under them may appear anywhere.

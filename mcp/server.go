@@ -178,7 +178,7 @@ func (s *server) handler(t *toolSpec) mcpsdk.ToolHandler {
 				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 			}
 		}()
-		// ctx is the request's context: a client's notifications/cancelled cancels it (DESIGN.md §3.7).
+		// ctx is the request's context: a client's notifications/cancelled cancels it (docs/design.md §3.7).
 		if h := s.cfg.afterHandler; h != nil {
 			defer h(t.name)
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// The write tools of DESIGN.md §3.3, registered only when the policy lets something change. Every revision they
+// The write tools of docs/design.md §3.3, registered only when the policy lets something change. Every revision they
 // make records the principal as its author, the tool's name as its tool and the message argument as its message.
 // Each runs under the policy (plans.go): allowed, answered with a plan a person must confirm, or denied. transform
 // is in query.go, apply_plan in plans.go.

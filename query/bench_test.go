@@ -22,7 +22,7 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// Benchmarks on the BENCH.md workload: a resource holding an array of n small objects
+// Benchmarks on the docs/benchmarks.md workload: a resource holding an array of n small objects
 // ({"id":i,"name":"user-i","email":"useri@example.com","tags":["a","b"],"score":i%100,"active":true}), n = 1,000,
 // 100,000 and 1,000,000 (≈ 96 KB, 9.8 MB and 110 MB of JSON; 1,000,000 is skipped under -short).
 //

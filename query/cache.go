@@ -129,7 +129,7 @@ func hasLongNumber(x any) bool {
 }
 
 // materialFactor estimates the Go heap a materialised value takes per byte of its JSON text (measured: 4.0 on the
-// BENCH.md workload of small objects, 438 MB for 109.6 MB of JSON).
+// docs/benchmarks.md workload of small objects, 438 MB for 109.6 MB of JSON).
 const materialFactor = 4
 
 // inlineSize is below what a value is materialised afresh rather than cached: small values (inline in their

@@ -78,7 +78,7 @@ type Options struct {
 	CursorKey []byte
 }
 
-// inputFactor is the memory a worker may use per byte of input JSON, on top of WorkerMemory: decoded, the BENCH.md
+// inputFactor is the memory a worker may use per byte of input JSON, on top of WorkerMemory: decoded, the docs/benchmarks.md
 // workload takes 4 bytes of Go heap per byte of text, and the text itself stays in memory.
 const inputFactor = 8
 

@@ -16,7 +16,7 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// hostileCorpus is SECURITY.md T6: programs built to exhaust time, memory or stack. Each must end as an error
+// hostileCorpus is docs/security.md T6: programs built to exhaust time, memory or stack. Each must end as an error
 // within the timeout plus half a second, without harming the process that asked.
 var hostileCorpus = []struct {
 	kind, prog string
@@ -207,7 +207,7 @@ func firstLine(err error) string {
 	return clipUTF8(s, 90)
 }
 
-// TestCrashesContained shows the two failures SECURITY.md measured in-process with gojq v0.12.20 ending a worker,
+// TestCrashesContained shows the two failures docs/security.md measured in-process with gojq v0.12.20 ending a worker,
 // not the server: a fatal stack overflow (tojson of a value nested 10^6 deep), which recover cannot catch, and a
 // single allocation of 2 GB that ignores the deadline.
 func TestCrashesContained(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// Micro-benchmarks on the BENCH.md workload (an array of n small objects, see userDoc). Run them with, e.g.:
+// Micro-benchmarks on the docs/benchmarks.md workload (an array of n small objects, see userDoc). Run them with, e.g.:
 //
 //	go test -run='^$' -bench=. -benchtime=20x ./revision/
 //
@@ -328,7 +328,7 @@ func BenchmarkStdlibMarshal(b *testing.B) {
 	})
 }
 
-// TestChunkSizes checks the prolly-tree chunking of STORAGE.md §3 on the 100,000-element workload: nodes average
+// TestChunkSizes checks the prolly-tree chunking of docs/storage.md §3 on the 100,000-element workload: nodes average
 // close to the 4 KiB target, and none is larger than the 16 KiB hard maximum plus the entry that crossed it.
 func TestChunkSizes(t *testing.T) {
 	ctx := context.Background()

@@ -11,7 +11,7 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// Chunking parameters (STORAGE.md §3). They are part of the format: changing one changes every address.
+// Chunking parameters (docs/storage.md §3). They are part of the format: changing one changes every address.
 const (
 	minChunk    = 1 << 10  // never cut a node smaller than this
 	targetChunk = 4 << 10  // the typical node size

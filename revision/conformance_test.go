@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The public RFC 6902 conformance cases (json-patch/json-patch-tests), shipped in ../shared/testdata.
+// The public RFC 6902 conformance cases (json-patch/json-patch-tests), in testdata/json-patch-tests (see its NOTICE).
 type patchCase struct {
 	Comment  string          `json:"comment"`
 	Doc      json.RawMessage `json:"doc"`
@@ -18,21 +18,13 @@ type patchCase struct {
 	Disabled bool            `json:"disabled"`
 }
 
-func sharedTestdata(t *testing.T, name string) string {
-	for _, dir := range []string{"../../shared/testdata", "../shared/testdata"} {
-		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	t.Fatalf("shared test data %s not found (expected next to the repository, in ../shared/testdata)", name)
-	return ""
-}
+// patchTestsDir holds the conformance cases, relative to this package.
+const patchTestsDir = "testdata/json-patch-tests"
 
 func TestJSONPatchConformance(t *testing.T) {
 	ctx := context.Background()
 	for _, file := range []string{"tests.json", "spec_tests.json"} {
-		raw, err := os.ReadFile(sharedTestdata(t, filepath.Join("json-patch-tests", file)))
+		raw, err := os.ReadFile(filepath.Join(patchTestsDir, file))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkDiff measures the diff of k changed fields between two revisions of the workload document; its cost must
-// follow k, not the document's size (BENCH.md (f)). nodes/op is how many nodes the diff read.
+// follow k, not the document's size (docs/benchmarks.md (f)). nodes/op is how many nodes the diff read.
 //
 //	go test -run='^$' -bench=BenchmarkDiff -benchtime=50x ./revision/
 func BenchmarkDiff(b *testing.B) {

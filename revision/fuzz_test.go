@@ -857,20 +857,19 @@ func FuzzPatch(f *testing.F) {
 	for _, s := range patchSeeds {
 		f.Add([]byte(s.doc), []byte(s.patch), s.pad)
 	}
-	// The RFC 6902 conformance cases, when the shared test data is next to the repository.
-	for _, dir := range []string{"../../shared/testdata", "../shared/testdata"} {
-		for _, file := range []string{"tests.json", "spec_tests.json"} {
-			raw, err := os.ReadFile(filepath.Join(dir, "json-patch-tests", file))
-			if err != nil {
-				continue
-			}
-			var cases []patchCase
-			if json.Unmarshal(raw, &cases) == nil {
-				for _, c := range cases {
-					if !c.Disabled && c.Doc != nil && c.Patch != nil {
-						f.Add([]byte(c.Doc), []byte(c.Patch), uint16(0))
-					}
-				}
+	// The RFC 6902 conformance cases (testdata/json-patch-tests).
+	for _, file := range []string{"tests.json", "spec_tests.json"} {
+		raw, err := os.ReadFile(filepath.Join(patchTestsDir, file))
+		if err != nil {
+			f.Fatal(err)
+		}
+		var cases []patchCase
+		if err := json.Unmarshal(raw, &cases); err != nil {
+			f.Fatalf("%s: %v", file, err)
+		}
+		for _, c := range cases {
+			if !c.Disabled && c.Doc != nil && c.Patch != nil {
+				f.Add([]byte(c.Doc), []byte(c.Patch), uint16(0))
 			}
 		}
 	}

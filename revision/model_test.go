@@ -10,7 +10,7 @@ import (
 	"github.com/strata-db/strata/internal/workload"
 )
 
-// userDoc builds the BENCH.md workload: an array of n small objects.
+// userDoc builds the docs/benchmarks.md workload: an array of n small objects.
 func userDoc(n int) []byte { return workload.JSON(n) }
 
 // model is the trivial reference: the document as plain Go values.

@@ -1,6 +1,6 @@
 package snapshots
 
-// Benchmarks of the database layer against BENCH.md's targets. Run, for example:
+// Benchmarks of the database layer against docs/benchmarks.md's targets. Run, for example:
 //
 //	go test -run='^$' -bench=. -benchtime=200x ./snapshots/
 //
@@ -90,7 +90,7 @@ func BenchmarkCommitSerial(b *testing.B) {
 // BenchmarkCommitConcurrent8: eight writers at once, each committing small patches to its own field; group commit
 // puts the requests waiting at each commit into one transaction. x-serial is the throughput over the serial rate
 // measured just before on the same file (serial-commits/s: 300 commits from one goroutine, untimed), so that both
-// see the same disk; BENCH.md's target is 5x.
+// see the same disk; docs/benchmarks.md's target is 5x.
 func BenchmarkCommitConcurrent8(b *testing.B) {
 	ctx := context.Background()
 	db, cb := benchOpen(b, b.TempDir())
@@ -376,7 +376,7 @@ func BenchmarkResolveRef(b *testing.B) {
 			}
 		})
 	}
-	// A point read of the small resource at an old revision (BENCH.md (e) on a tiny document).
+	// A point read of the small resource at an old revision (docs/benchmarks.md (e) on a tiny document).
 	refs := make([]Ref, nrefs)
 	for i := range refs {
 		refs[i] = Ref{Revision: 2 + r.Uint64N(head.Rev.Number-1)}
@@ -393,11 +393,11 @@ func BenchmarkResolveRef(b *testing.B) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// BenchmarkStoragePerRevision: BENCH.md's workload. An array of n small objects is imported once; each op is then one
+// BenchmarkStoragePerRevision: docs/benchmarks.md's workload. An array of n small objects is imported once; each op is then one
 // durable single-field commit to a random element. Reported, over the first 100 commits after the import:
 // written-B/op (the bytes the commits made the kernel write: bbolt's dirty pages, whole), new-B/rev, p50-new-B/rev
 // and max-new-B/rev (Result.NewBytes: the stored, compressed bytes of the nodes a revision
-// added; BENCH.md's target is ≤ 16 KiB raw, so these are lower bounds of the raw figure), and, after those
+// added; docs/benchmarks.md's target is ≤ 16 KiB raw, so these are lower bounds of the raw figure), and, after those
 // 100 revisions, file/json (the file's size over the JSON's; target ≤ 0.35 at n = 1,000,000) and used/json (bytes
 // below bbolt's high-water mark: the file minus the space bbolt preallocates). Also the import's speed and the
 // commits' p50 latency (target ≤ 2 ms at n = 1,000,000, and ≤ 1.2× that at n = 1,000).
@@ -540,7 +540,7 @@ func importWorkload(b testing.TB, n int) *storageState {
 	return &storageState{n: n, db: db, bolt: bo, path: path, jsonBytes: len(doc), importDur: time.Since(t0), r: rand.New(rand.NewPCG(uint64(n), 7))}
 }
 
-// BenchmarkCommitInterleaved8 measures BENCH.md's ratio on a disk whose speed drifts (other work on the machine):
+// BenchmarkCommitInterleaved8 measures docs/benchmarks.md's ratio on a disk whose speed drifts (other work on the machine):
 // b.N commits by eight concurrent writers, in rounds of 200, each round preceded by 50 serial commits on the same
 // file. x-serial is the concurrent rate over the serial rate, both summed over all rounds, so that both phases see
 // the same disk; serial-p50-µs is the serial commits' median latency. The per-transaction figures (traceBatches) are
@@ -611,7 +611,7 @@ func BenchmarkCommitInterleaved8(b *testing.B) {
 	tr.report(b)
 }
 
-// BenchmarkOldElement is BENCH.md's (e) in-process: after the import and 100 single-field commits, one random
+// BenchmarkOldElement is docs/benchmarks.md's (e) in-process: after the import and 100 single-field commits, one random
 // element of the array at revision 50 (the import is revision 1) read through DB.Get and written as JSON, as the
 // suite does. "warm" cycles through 4,096 elements it has read once (their nodes are cached); "cold" reads b.N random
 // elements once each after reopening the database (an empty node cache; the OS page cache as it comes).
@@ -669,7 +669,7 @@ func BenchmarkOldElement(b *testing.B) {
 	})
 }
 
-// BenchmarkConcurrentWorkload is BENCH.md's (j) on its own document (an array of n small objects): 200 serial
+// BenchmarkConcurrentWorkload is docs/benchmarks.md's (j) on its own document (an array of n small objects): 200 serial
 // single-field commits to random elements, then b.N commits by eight concurrent writers. Besides x-serial (the
 // concurrent rate over the serial one) it reports the bytes the kernel wrote per commit in each phase
 // (serial-written-B/op, written-B/op; Linux only): a group commit shares its fsyncs and the pages its commits have in

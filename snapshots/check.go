@@ -25,7 +25,7 @@ const maxProblems = 100
 // Check verifies the whole database: every revision record (consecutive numbers, parents that exist and come before,
 // strictly increasing times, a root that decodes), every node reachable from every revision (present, hash-checked,
 // and structurally consistent with its parent), every branch (its head exists and is the newest revision made on it)
-// and every snapshot (its revision exists) — the invariants of SECURITY.md §2.4. It reads the catalog in short
+// and every snapshot (its revision exists) — the invariants of docs/security.md §2.4. It reads the catalog in short
 // transactions, so that other processes keep working. progress, if not nil, is called after each revision.
 func (db *DB) Check(ctx context.Context, progress func(done, total uint64)) (*CheckReport, error) {
 	rep := &CheckReport{Problems: []string{}}

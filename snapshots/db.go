@@ -104,11 +104,11 @@ func (db *DB) Forest() *revision.Forest { return db.forest }
 
 // Ref names a state of the database for a read. The zero Ref is the head of main.
 type Ref struct {
-	Revision uint64    // a revision number
-	Snapshot string    // a snapshot label
-	Branch   string    // a branch (default main); with At, the branch as it was at that instant
+	Revision uint64     // a revision number
+	Snapshot string     // a snapshot label
+	Branch   string     // a branch (default main); with At, the branch as it was at that instant
 	At       *time.Time // with Branch: any instant, year 1 included (nil: no time)
-	Name     string    // a snapshot or branch name, whichever exists (they share one namespace)
+	Name     string     // a snapshot or branch name, whichever exists (they share one namespace)
 }
 
 func (r Ref) String() string {

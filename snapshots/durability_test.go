@@ -2,7 +2,7 @@
 
 package snapshots
 
-// Durability tests of SECURITY.md §3: T1 (kill -9 loop), T4 (concurrent readers and writers) and T5 at the database
+// Durability tests of docs/security.md §3: T1 (kill -9 loop), T4 (concurrent readers and writers) and T5 at the database
 // level (damaged database files opened through a data directory).
 
 import (
@@ -1504,7 +1504,7 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 		elapsed.Round(time.Millisecond), len(increments), conflicts, len(appends), len(revs),
 		float64(len(increments)+len(appends))/elapsed.Seconds(), len(latencies), pct(0.5), p99, pct(1), bigReads,
 		big.Len()>>10, fileSize(path)>>10)
-	// The target is 50 ms (SECURITY.md T4). The machine is shared and -race slows everything several times, so the
+	// The target is 50 ms (docs/security.md T4). The machine is shared and -race slows everything several times, so the
 	// assertion is looser; the figure is in the log.
 	if p99 > 50*time.Millisecond {
 		t.Logf("read p99 %v misses the 50 ms target (race detector: %v)", p99, raceEnabled)
@@ -1579,9 +1579,9 @@ func (g *gateBackend) Update(ctx context.Context, fn func(store.CatalogTx) error
 //   - a write whose expected_head is stale because of that earlier request gets a ConflictError naming the planned
 //     head ("branch main is at revision N" while revision N does not exist);
 //   - a write that changes nothing on top of that earlier request gets a successful Result{Unchanged: true} whose
-//     Revision is the planned head: an acknowledgement naming a revision that is not durable (SECURITY.md §2.1, §2.3).
+//     Revision is the planned head: an acknowledgement naming a revision that is not durable (docs/security.md §2.1, §2.3).
 //
-// STORAGE.md §5 says each caller is answered only after Commit returns. A blocker commit holds the writer at a gate
+// docs/storage.md §5 says each caller is answered only after Commit returns. A blocker commit holds the writer at a gate
 // in Update while the next group (a blind write, then the victim) queues; when the blocker commits, the next group
 // is planned and its Update waits at the gate: the victim must not be answered before it goes through.
 func TestAnsweredOnlyAfterCommit(t *testing.T) {

@@ -13,10 +13,10 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// Plans (DESIGN.md §4): a change that needs a person's confirmation is computed without committing and kept as a
+// Plans (docs/design.md §4): a change that needs a person's confirmation is computed without committing and kept as a
 // plan in the database's catalog. A plan is bound to its principal, the exact call (tool and arguments) and the
 // head it was computed on; it expires; it applies at most once, and only while its base is still the head. The
-// marker that it was applied is written in the transaction of the revision it commits (SECURITY.md §2.4).
+// marker that it was applied is written in the transaction of the revision it commits (docs/security.md §2.4).
 
 // Plan states.
 const (

@@ -16,7 +16,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// The on-disk backend: one bbolt file per database (STORAGE.md §4).
+// The on-disk backend: one bbolt file per database (docs/storage.md §4).
 
 // Bucket names and the meta keys of format 1.
 var (
@@ -39,7 +39,7 @@ const (
 // truncated under us, or a disk read failed), until the database is closed and reopened. After a failed write or
 // fsync the kernel may have dropped the dirty pages, and a later fsync can report success with the data lost
 // (PostgreSQL's "fsyncgate"), so the only safe course is to stop serving and let a reopen re-read the file from what
-// is durably on disk (STORAGE.md §5, SECURITY.md §2.3). Reads are refused too: they could return pages that never
+// is durably on disk (docs/storage.md §5, docs/security.md §2.3). Reads are refused too: they could return pages that never
 // reached the disk.
 var ErrFailStop = errors.New("store stopped after an I/O failure; close and reopen it")
 
@@ -102,7 +102,7 @@ type Bolt struct {
 var _ NodeStore = (*Bolt)(nil)
 
 // OpenBolt opens the database at path, creating it if the file does not exist or is empty. A file that exists is
-// checked before bbolt maps it (STORAGE.md §10; see checkBoltFile): bbolt opens a truncated file and then dies with
+// checked before bbolt maps it (docs/storage.md §10; see checkBoltFile): bbolt opens a truncated file and then dies with
 // SIGBUS on the first read past its end, and panics in a goroutine of its own on a damaged page. Errors name the file
 // and the fix, and match ErrLocked (another process holds it), ErrBadFile (not a bbolt file, truncated, damaged,
 // another program's) or ErrFormat (a Strata format this build does not read).

@@ -12,7 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Catalog buckets (STORAGE.md §4). Created on first write; absent buckets read as empty.
+// Catalog buckets (docs/storage.md §4). Created on first write; absent buckets read as empty.
 var (
 	bucketRevs     = []byte("revs")     // BE64(revision) → RevisionRecord JSON; append-only
 	bucketRevTS    = []byte("revts")    // BE64(branch id) ‖ BE64(time) → BE64(revision): each branch's head log
@@ -68,7 +68,7 @@ func (c *boltCat) wbucket(name []byte) (*bolt.Bucket, error) {
 }
 
 // Every catalog value is sealed with a CRC-32C of its bytes, so that a flipped bit in a head, a label or a revision
-// record is reported as damage instead of served (SECURITY.md T5). Nodes need none: their address is their hash.
+// record is reported as damage instead of served (docs/security.md T5). Nodes need none: their address is their hash.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func seal(v []byte) []byte { return binary.BigEndian.AppendUint32(v, crc32.Checksum(v, castagnoli)) }

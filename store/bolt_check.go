@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Checking a file before bbolt maps it (STORAGE.md §10, SECURITY.md T5). bbolt validates its meta pages, but then
+// Checking a file before bbolt maps it (docs/storage.md §10, docs/security.md T5). bbolt validates its meta pages, but then
 // maps the file and trusts the meta page's high-water mark: a file cut short opens, and the first read of a page past
 // the end of the file kills the process with SIGBUS. So OpenBolt reads both meta pages itself and refuses the file
 // unless it is a bbolt file whose meta pages are intact and whose length covers every page they refer to; then it

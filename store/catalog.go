@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// A database's storage is two things (STORAGE.md §9): an immutable node store and a small, strongly consistent
+// A database's storage is two things (docs/storage.md §9): an immutable node store and a small, strongly consistent
 // catalog of revision records, branch heads, labels, the per-branch head log, idempotency keys and plans. A backend
 // commits both in one atomic, durable transaction, so a revision is never visible without its nodes.
 

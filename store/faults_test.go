@@ -45,7 +45,7 @@ func TestFaultChild(t *testing.T) {
 	}
 }
 
-// TestIOFaults (SECURITY.md T2): fdatasync and pwrite64 fail with EIO or ENOSPC (injected by strace) part-way
+// TestIOFaults (docs/security.md T2): fdatasync and pwrite64 fail with EIO or ENOSPC (injected by strace) part-way
 // through a run of commits. A commit whose sync or write failed is never acknowledged; every later call is refused
 // (fail-stop: the kernel may have dropped the dirty pages); after a restart the file opens and holds every
 // acknowledged commit, each whole, and nothing past the failed one.

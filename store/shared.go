@@ -13,7 +13,7 @@ import (
 )
 
 // Shared is a Backend over a bbolt file that several processes use in turn: two MCP servers and a CLI command on
-// one data directory must all work at once (DESIGN.md §5).
+// one data directory must all work at once (docs/design.md §5).
 //
 // bbolt locks its file for one writing process at a time (flock), for as long as it is open. Shared therefore opens
 // the file only while calls are in flight, keeps it a moment (Linger) in case more follow, and closes it. A process

@@ -21,7 +21,7 @@ import (
 	"github.com/strata-db/strata/gate"
 )
 
-// This file holds the HTTP server's principals (SECURITY.md T8, T18): the token file, bearer authentication, the
+// This file holds the HTTP server's principals (docs/security.md T8, T18): the token file, bearer authentication, the
 // limit on failed attempts, the per-principal rate limits, one MCP server per principal, and the binding of each
 // session to the principal that opened it.
 

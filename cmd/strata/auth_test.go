@@ -210,7 +210,7 @@ func TestAuthTokenFileRefused(t *testing.T) {
 	}
 }
 
-// TestAuthRefusesWithoutToken holds SECURITY.md T8: every request without the right bearer token gets 401 with a
+// TestAuthRefusesWithoutToken holds docs/security.md T8: every request without the right bearer token gets 401 with a
 // WWW-Authenticate challenge, and nothing it asks for happens; tokens never reach the log.
 func TestAuthRefusesWithoutToken(t *testing.T) {
 	s := newSession(t, false, nil)
@@ -423,7 +423,7 @@ func TestAuthSessionBoundToPrincipal(t *testing.T) {
 	}
 }
 
-// TestAuthRateLimitPerPrincipal holds SECURITY.md T18: a principal hammering the server gets 429 with
+// TestAuthRateLimitPerPrincipal holds docs/security.md T18: a principal hammering the server gets 429 with
 // Retry-After, and its refused calls do not run, while another principal's calls all succeed.
 func TestAuthRateLimitPerPrincipal(t *testing.T) {
 	s := newSession(t, false, nil)

@@ -30,7 +30,7 @@ func newBenchCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run the benchmark suite: Strata against a naive baseline, git, SQLite, PostgreSQL and Dolt",
-		Long: `Run BENCH.md's workload — an array of N small objects, loaded, then K single-field revisions — on Strata and,
+		Long: `Run the benchmark workload (docs/benchmarks.md) — an array of N small objects, loaded, then K single-field revisions — on Strata and,
 side by side, on a naive baseline (a full JSON copy per revision in bbolt), git, and SQLite, PostgreSQL and Dolt
 when their binaries are on PATH (a missing one is skipped with a note). Every commit is durable.
 

@@ -51,7 +51,7 @@ Branch and snapshot names share one namespace.`,
 	return cmd
 }
 
-// branchJSON is a branch as list_branches shows it (DESIGN.md §3.4).
+// branchJSON is a branch as list_branches shows it (docs/design.md §3.4).
 type branchJSON struct {
 	Name    string    `json:"name"`
 	Head    uint64    `json:"head"`

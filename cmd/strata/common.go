@@ -156,7 +156,7 @@ func writeJSONLine(w io.Writer, v any) error {
 	return err
 }
 
-// revisionJSON is a revision as history lists it (DESIGN.md §3.4).
+// revisionJSON is a revision as history lists it (docs/design.md §3.4).
 type revisionJSON struct {
 	Revision  uint64    `json:"revision"`
 	Parent    uint64    `json:"parent,omitempty"`

@@ -53,7 +53,7 @@ RESOURCE with --resource. Long values are shortened; --json prints them whole, a
 	return cmd
 }
 
-// diffResult is what `diff --json` prints (DESIGN.md §3.4, diff).
+// diffResult is what `diff --json` prints (docs/design.md §3.4, diff).
 type diffResult struct {
 	FromRevision uint64 `json:"from_revision"`
 	ToRevision   uint64 `json:"to_revision"`

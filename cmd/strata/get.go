@@ -51,7 +51,7 @@ note on stderr saying how to continue. --json prints {"revision", "branch", "val
 	return cmd
 }
 
-// getResult is what `get --json` prints (DESIGN.md §3.4, read).
+// getResult is what `get --json` prints (docs/design.md §3.4, read).
 type getResult struct {
 	Revision   uint64          `json:"revision"`
 	Branch     string          `json:"branch,omitempty"`

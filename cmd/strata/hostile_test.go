@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// SECURITY.md T13: hostile bytes on both transports get the right JSON-RPC error or HTTP status, and the server
+// docs/security.md T13: hostile bytes on both transports get the right JSON-RPC error or HTTP status, and the server
 // goes on serving.
 
 // TestServeHostileRequests feeds the HTTP handler malformed and oversized requests, each followed by a good one.

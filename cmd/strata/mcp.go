@@ -234,7 +234,7 @@ func (*syncWriter) Close() error { return nil }
 const maxStdioLine = maxBodyBytes
 
 // stdioFramer splits stdin into lines and passes on only those that are one JSON-RPC message. The go-sdk decodes
-// stdin as one JSON stream and ends the session at the first malformed byte (SECURITY.md T13); here a bad line is
+// stdin as one JSON stream and ends the session at the first malformed byte (docs/security.md T13); here a bad line is
 // answered with a JSON-RPC error (parse error, or invalid request) and skipped, and the session goes on. Blank lines
 // are skipped. Batches are refused: MCP dropped them in 2025-06-18, and the go-sdk ends the session on one it does
 // not accept.

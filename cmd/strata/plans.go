@@ -13,7 +13,7 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// The plans an agent made wait here for a person (DESIGN.md §4): `strata plans` lists them and shows one with its
+// The plans an agent made wait here for a person (docs/design.md §4): `strata plans` lists them and shows one with its
 // diff, `strata approve` lets the agent apply it, `strata reject` ends it with a reason the agent is told. They
 // work while a server holds the data directory.
 

@@ -14,7 +14,7 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// This file holds the jq commands: query and bisect (DESIGN.md §5). Both run their programs in a query.Engine,
+// This file holds the jq commands: query and bisect (docs/design.md §5). Both run their programs in a query.Engine,
 // whose workers are re-executions of this binary (main calls query.WorkerMain).
 
 type queryOptions struct {

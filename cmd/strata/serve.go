@@ -251,7 +251,7 @@ func listenHosts(listen string, port int) map[string]bool {
 	return hosts
 }
 
-// guard refuses, before anything is parsed, what a web page could send to a local server (SECURITY.md T9): a Host
+// guard refuses, before anything is parsed, what a web page could send to a local server (docs/security.md T9): a Host
 // that is not this server's (DNS rebinding), an Origin that is not this server's (including "null"), a cross-site or
 // same-site fetch, and a POST body that is not JSON (a "simple" cross-origin request needs no preflight). It caps
 // the body size (413) and the time to send the body.

@@ -115,7 +115,7 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
-// TestServeRefusesWebPages holds SECURITY.md T9 and the body cap: what a web page (or DNS rebinding) could send is
+// TestServeRefusesWebPages holds docs/security.md T9 and the body cap: what a web page (or DNS rebinding) could send is
 // refused with 403 before it is parsed, a body over 4 MiB with 413, and the server goes on serving.
 func TestServeRefusesWebPages(t *testing.T) {
 	s := newSession(t, false, nil)

@@ -40,7 +40,7 @@ BRANCH@TIME.`,
 	return cmd
 }
 
-// showResult is what `show --json` prints (DESIGN.md §3.4, show_revision).
+// showResult is what `show --json` prints (docs/design.md §3.4, show_revision).
 type showResult struct {
 	revisionJSON
 	NewNodes   int               `json:"new_nodes"`

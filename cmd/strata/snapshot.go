@@ -53,7 +53,7 @@ stays). Snapshot and branch names share one namespace.`,
 	return cmd
 }
 
-// snapshotJSON is a snapshot as list_snapshots shows it (DESIGN.md §3.4).
+// snapshotJSON is a snapshot as list_snapshots shows it (docs/design.md §3.4).
 type snapshotJSON struct {
 	Name     string    `json:"name"`
 	Revision uint64    `json:"revision"`

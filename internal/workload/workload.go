@@ -1,4 +1,4 @@
-// Package workload makes BENCH.md's document: an array of n small objects
+// Package workload makes docs/benchmarks.md's document: an array of n small objects
 // {"id":i,"name":"user-i","email":"useri@example.com","tags":["a","b"],"score":i%100,"active":true}
 // (n = 1,000,000 is 96 MB of JSON). The benchmark suite and the packages' benchmarks and tests share it.
 package workload

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestJSON: the document is BENCH.md's, element for element.
+// TestJSON: the document is docs/benchmarks.md's, element for element.
 func TestJSON(t *testing.T) {
 	var got []map[string]any
 	if err := json.Unmarshal(JSON(250), &got); err != nil {
