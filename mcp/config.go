@@ -1,12 +1,12 @@
-// Package mcp serves a Strata data directory over the Model Context Protocol (DESIGN.md §3).
+// Package mcp serves a Strata data directory over the Model Context Protocol (docs/design.md §3).
 //
 // It is a thin adapter over package snapshots and package revision: it declares the tools (hand-written, closed JSON
 // schemas), decodes arguments from the raw request bytes, calls the library, and shapes the answers (structured
 // content plus one text block whose data sits inside a per-response random boundary). Errors from the library are
-// mapped to the stable codes of DESIGN.md §3.4 in one function (errorFor).
+// mapped to the stable codes of docs/design.md §3.4 in one function (errorFor).
 //
 // It is built on the go-sdk's low-level Server.AddTool, not on the typed AddTool, to stay clear of the go-sdk
-// pitfalls listed in SECURITY.md: no inferred schemas (an `any` field becomes a bare `true` schema that the TypeScript
+// pitfalls listed in docs/security.md: no inferred schemas (an `any` field becomes a bare `true` schema that the TypeScript
 // SDK rejects), no typed decoding of arguments (which rounds big integers and reorders keys), no nil slices sent as
 // null, and a recover around every handler (the go-sdk has none).
 package mcp

@@ -70,7 +70,7 @@ func (e *codedError) withHint(format string, args ...any) *codedError {
 }
 
 // errorFor maps any error a handler returns to its code and message: the one place where library sentinels become
-// the codes of DESIGN.md §3.4.
+// the codes of docs/design.md §3.4.
 //
 // Names that come from the store (the closest names of a did-you-mean, conflicting paths) never go into the message,
 // which is shown outside the untrusted-data boundary: they go into did_you_mean and conflicts, which are shown inside
