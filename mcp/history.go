@@ -47,7 +47,7 @@ func pageBefore[T any](c *call, items []T, next uint64, rev func(T) uint64) (kep
 }
 
 func history(ctx context.Context, c *call) (string, any, error) {
-	cur, db, err := c.cursorAndDB(ctx)
+	cur, v, err := c.cursorAndView(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -60,17 +60,13 @@ func history(ctx context.Context, c *call) (string, any, error) {
 	if cur != nil {
 		q.Before = cur.Before
 	}
-	if c.s.limited() && res != "" && !c.s.resPermitted(res) {
-		q.Resource = noResource // a hidden resource is missing: no revision changed it
-	}
-	p, err := c.visibleHistory(ctx, db, q)
+	p, err := v.History(ctx, q)
 	if err != nil {
 		return "", nil, err
 	}
 	revs := make([]revisionJSON, len(p.Revisions))
-	memo := map[uint64]uint64{}
 	for i, r := range p.Revisions {
-		revs[i] = c.scopeRevision(ctx, db, revisionOf(r, maxMessage), memo)
+		revs[i] = revisionOf(r, maxMessage)
 	}
 	out := historyOut{Database: c.a.str("database"), Branch: branch, Resource: res}
 	if res != "" {
@@ -110,20 +106,15 @@ type diffOp struct {
 const showOps = 50
 
 func showRevision(ctx context.Context, c *call) (string, any, error) {
-	db, err := c.openDB(ctx)
+	v, err := c.view(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	var d *snapshots.RevisionDetail
-	if c.s.limited() {
-		d, err = c.scopedShowRevision(ctx, db, c.a.uint("revision"), showOps+1)
-	} else {
-		d, err = db.ShowRevision(ctx, c.a.uint("revision"), showOps+1)
-	}
+	d, err := v.ShowRevision(ctx, c.a.uint("revision"), showOps+1)
 	if err != nil {
 		return "", nil, err
 	}
-	r := c.scopeRevision(ctx, db, revisionOf(d.Rev, 0), map[uint64]uint64{})
+	r := revisionOf(d.Rev, 0)
 	out := showRevisionOut{Database: c.a.str("database"), revisionJSON: r, NewNodes: d.Rev.NewNodes, NewBytes: d.Rev.NewBytes}
 	head, _, _ := marshalData(out)
 	ops := d.Diff.Operations
@@ -211,7 +202,7 @@ type diffOut struct {
 }
 
 func diff(ctx context.Context, c *call) (string, any, error) {
-	cur, db, err := c.cursorAndDB(ctx)
+	cur, db, err := c.cursorAndView(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -243,18 +234,7 @@ func diff(ctx context.Context, c *call) (string, any, error) {
 	if cur != nil {
 		offset = int(cur.Offset)
 	}
-	var d *revision.DiffResult
-	switch {
-	case !c.s.limited() || (res != "" && c.s.resPermitted(res)):
-		d, _, _, err = db.Diff(ctx, snapshots.Ref{Revision: from.Rev.Number}, snapshots.Ref{Revision: to.Rev.Number}, res, ptr,
-			&revision.DiffOptions{MaxOps: offset + limit + 1})
-	case res != "":
-		// A hidden resource is absent from both states, as a missing one is.
-		err = &snapshots.NotFoundError{What: "resource", Name: res + ptr.String(),
-			Hint: fmt.Sprintf("absent in both revision %d and revision %d", from.Rev.Number, to.Rev.Number)}
-	default:
-		d, err = c.scopedDiff(ctx, db, from.Root, to.Root, offset+limit+1)
-	}
+	d, err := db.Diff(ctx, from, to, res, ptr, &revision.DiffOptions{MaxOps: offset + limit + 1})
 	if err != nil {
 		return "", nil, err
 	}
@@ -298,7 +278,7 @@ type pathHistoryOut struct {
 }
 
 func pathHistory(ctx context.Context, c *call) (string, any, error) {
-	cur, db, err := c.cursorAndDB(ctx)
+	cur, db, err := c.cursorAndView(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -312,20 +292,7 @@ func pathHistory(ctx context.Context, c *call) (string, any, error) {
 	if cur != nil {
 		before = cur.Before
 	}
-	var chs []snapshots.PathChange
-	var next uint64
-	if c.s.limited() && !c.s.resPermitted(res) {
-		// A hidden resource is missing: the branch is walked, and no revision changed it.
-		if err = snapshots.ValidResourceName(res); err == nil {
-			_, err = db.History(ctx, snapshots.HistoryQuery{Branch: branch, Resource: noResource, Limit: 1, Before: before})
-		}
-		if isScanLimit(err) {
-			err = nil
-		}
-		chs = []snapshots.PathChange{}
-	} else {
-		chs, next, err = db.PathHistory(ctx, branch, res, ptr, c.limit(20), before)
-	}
+	chs, next, err := db.PathHistory(ctx, branch, res, ptr, c.limit(20), before)
 	if err != nil {
 		return "", nil, err
 	}
@@ -345,9 +312,8 @@ func pathHistory(ctx context.Context, c *call) (string, any, error) {
 		return b, err
 	}
 	all := make([]pathChangeJSON, len(chs))
-	memo := map[uint64]uint64{}
 	for i, ch := range chs {
-		all[i].revisionJSON = c.scopeRevision(ctx, db, revisionOf(ch.Rev, maxMessage), memo)
+		all[i].revisionJSON = revisionOf(ch.Rev, maxMessage)
 		if all[i].Before, err = value(ch.Before); err != nil {
 			return "", nil, err
 		}

@@ -3,11 +3,8 @@ package mcp
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
-	"encoding/base32"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,20 +18,9 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// Plans and confirmation (docs/design.md §4). A call whose class the policy answers with `ask` is computed without
-// committing (a dry run on the branch head) and kept as a plan in the database: the caller gets its id, a preview
-// (the diff it would commit), what it removes and overwrites, and when it expires. apply_plan commits it exactly as
-// previewed — the same call, on the same base head, checked to produce the same root — once a person confirmed it:
-// the client's user through elicitation (asked by this server, never by the agent), or an operator out of band with
-// `strata approve`. The marker that a plan was applied is written in the transaction of its revision.
-
-// applying is a confirmed plan being carried out: the write it replays commits on the plan's base, consumes the
-// plan in its transaction, and must produce the previewed root.
-type applying struct {
-	db          *snapshots.DB // unused by the writes themselves, which open the database their arguments name
-	plan        snapshots.Plan
-	confirmedBy string // who confirmed a pending plan through the client; empty when it was approved out of band
-}
+// Plans and confirmation (docs/design.md §4) are the gate's: a call whose class the policy answers with `ask` comes
+// back from the gate as a plan, which this file shows (planOut); apply_plan asks the client's user to confirm a
+// pending plan (elicitation: asked by this server, never by the agent) and has the gate apply it.
 
 // planOut is what a call that needs confirmation answers instead of committing.
 type planOut struct {
@@ -99,188 +85,23 @@ func (p *planOut) summary() string {
 		p.Tool, p.PlanID, p.Preview.Summary, p.Preview.Counts.Removed, p.Preview.Counts.Replaced, p.ExpiresAt.Format(time.RFC3339), p.PlanID, p.Database, p.PlanID)
 }
 
-// newPlanID draws a plan id: 128 random bits.
-func newPlanID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err)
-	}
-	return "plan-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
-}
-
-// maxPlanPaths bounds the removes and overwrites lists a plan keeps.
-const maxPlanPaths = 100
-
-// denied refuses a call the policy denies. It says that the operator disabled it, never how to enable it.
+// denied refuses a call the front end itself does not run. It says that the operator disabled it, never how.
 func denied(what string) error {
 	return newError(codeDenied, "%s is disabled by the operator; nothing was done", what)
 }
 
-// decide is the policy's decision for the call's class. In mode on, a change to a protected branch that only adds
-// counts as a write; the caller then sets additive once it knows.
-func (c *call) decide(class string) string {
-	return c.s.cfg.Policy.Decision(class)
-}
-
-// commitAnswer carries out every write that commits a revision (put, patch, insert, update, delete, transform,
-// restore, revert, promote) under the policy: do makes the write with the options it is given. It answers the
-// committed revision, a plan, or a refusal.
-func (c *call) commitAnswer(ctx context.Context, db *snapshots.DB, w snapshots.WriteOptions, what string,
-	do func(w snapshots.WriteOptions) (*snapshots.Result, error)) (string, any, error) {
-	r, plan, err := c.commitUnderPolicy(ctx, db, w, what, do)
-	if err != nil {
-		return "", nil, err
-	}
-	if plan != nil {
-		return plan.summary(), plan, nil
-	}
-	return c.written(r, nil, what)
-}
-
-// commitUnderPolicy is commitAnswer's decision: it returns the committed result or a plan.
-func (c *call) commitUnderPolicy(ctx context.Context, db *snapshots.DB, w snapshots.WriteOptions, what string,
-	do func(w snapshots.WriteOptions) (*snapshots.Result, error)) (*snapshots.Result, *planOut, error) {
-	branch := branchOr(w.Branch)
-	class := gate.ClassWrite
-	if c.s.cfg.protected(branch) {
-		class = gate.ClassProtected
-	}
-	d := c.decide(class)
-	if d == gate.Deny { // also for a plan made before the operator's policy changed
-		if class == gate.ClassProtected {
-			return nil, nil, denied(fmt.Sprintf("%s on protected branch %s", c.t.name, branch))
-		}
-		return nil, nil, denied(c.t.name)
-	}
-	ap := c.applying
-	if ap != nil {
-		w.ExpectedHead = ap.plan.Base
-		// The plan's own key: a key the caller reused since (on another write) must not answer for the plan, and a
-		// retried apply replays its own revision.
-		w.IdempotencyKey = "plan\x00" + ap.plan.ID
-	}
-	if c.s.limited() && (c.t.name == "revert" || c.t.name == "promote") {
-		// These change whole states: check, on a dry run, that the change stays within the scope, and commit it on
-		// the head it was checked on.
-		pw := w
-		pw.DryRun = true
-		r, err := do(pw)
-		if err != nil || r.Preview == nil {
-			if ap != nil {
-				return r, nil, planChanged(err, ap.plan)
-			}
-			return r, nil, err
-		}
-		if err := c.checkTouched(r); err != nil {
-			return nil, nil, err
-		}
-		// Commit exactly what was checked (a promote's source branch may move in between), on the head checked.
-		w.ExpectedHead = r.Preview.Base.Rev.Number // the caller's, if it gave one (the dry run checked it)
-		w.InTx = snapshots.ExpectRoot([]byte(r.Preview.RootEncoding()))
-	}
-	if ap != nil {
-		w.InTx = snapshots.BothInTx(w.InTx, db.ConsumePlan(ap.plan.ID, c.s.cfg.Principal, ap.confirmedBy))
-		r, err := do(w)
-		if err == nil && r.Replayed {
-			// Another apply of this plan committed it (its key is the plan's own): it applies once.
-			return nil, nil, fmt.Errorf("%w: plan %s was already applied, as revision %d; a plan applies once", snapshots.ErrConflict, ap.plan.ID, r.Revision)
-		}
-		return r, nil, planChanged(err, ap.plan)
-	}
-	if d == gate.Allow {
-		r, err := do(w)
-		return r, nil, err
-	}
-	// Ask: compute the change without committing it.
-	callerHead := w.ExpectedHead
-	for attempt := 0; attempt < 5; attempt++ {
-		pw := w
-		pw.DryRun = true
-		r, err := do(pw)
-		if err != nil || r.Preview == nil {
-			return r, nil, err // refused, a replay of an earlier write with this idempotency key, or no change at all
-		}
-		d, err := r.Preview.Diff(ctx, &revision.DiffOptions{MaxOps: 10_000})
-		if err != nil {
-			return nil, nil, err
-		}
-		if class == gate.ClassProtected && c.s.cfg.Writes == gate.WritesOn && c.decide(gate.ClassWrite) == gate.Allow && additive(d) {
-			// Mode on lets a change to a protected branch through when it only adds: commit exactly what was
-			// checked, on the head it was checked on.
-			// The commit must produce the root checked: a promote's source branch, or a program that reads the
-			// clock, could make it something else.
-			pinned := w
-			pinned.ExpectedHead = r.Preview.Base.Rev.Number
-			pinned.InTx = snapshots.BothInTx(w.InTx, snapshots.ExpectRoot([]byte(r.Preview.RootEncoding())))
-			res, err := do(pinned)
-			var ce *snapshots.ConflictError
-			if callerHead == 0 && errors.As(err, &ce) && ce.Msg == "" && ce.Branch != "" {
-				continue // the branch moved since the check: check again on its new head
-			}
-			if errors.Is(err, snapshots.ErrPlanChanged) {
-				continue // it would have committed something else: check again
-			}
-			return res, nil, err
-		}
-		p, err := c.savePlan(ctx, db, snapshots.Plan{Branch: branch, Base: r.Preview.Base.Rev.Number,
-			Root: []byte(r.Preview.RootEncoding()), Summary: what}, d)
-		return nil, p, err
-	}
-	return nil, nil, newError(codeConflict, "branch %s kept moving while this write was being checked; nothing was written", branch).
-		withHint("retry")
-}
-
-// additive reports whether a change only adds.
-func additive(d *revision.DiffResult) bool {
-	return !d.Truncated && d.Counts.Removed == 0 && d.Counts.Replaced == 0 && d.Counts.Moved == 0
-}
-
-// planChanged turns the refusal of a plan's write because its branch moved into PLAN_CHANGED.
-func planChanged(err error, p snapshots.Plan) error {
-	var ce *snapshots.ConflictError
-	if errors.As(err, &ce) && ce.Msg == "" && ce.Branch != "" {
-		return fmt.Errorf("%w: branch %s is at revision %d now, not %d as when plan %s was made; nothing was written",
-			snapshots.ErrPlanChanged, ce.Branch, ce.Head, p.Base, p.ID)
-	}
-	return err
-}
-
-// savePlan stores a plan for this call, with its preview from d (nil for a plan that changes no document), and
-// returns the answer that shows it.
-func (c *call) savePlan(ctx context.Context, db *snapshots.DB, p snapshots.Plan, d *revision.DiffResult) (*planOut, error) {
-	now := db.Now().UTC()
-	p.ID, p.Principal, p.Tool, p.Args = newPlanID(), c.s.cfg.Principal, c.t.name, slices.Clone(c.raw)
-	p.Created, p.Expires, p.State = now, now.Add(c.s.cfg.PlanTTL), snapshots.PlanPending
-	p.Removes, p.Overwrites = []string{}, []string{}
-	out := &planOut{Database: c.a.str("database"), Tool: c.t.name, Branch: p.Branch, Base: p.Base,
-		ConfirmationRequired: true, Preview: planPreview{Summary: p.Summary, CountsComplete: true, Operations: []diffOp{}}}
-	if d != nil {
-		p.Counts = d.Counts
-		for _, o := range d.Operations {
-			switch {
-			case o.Op == "remove" && len(p.Removes) < maxPlanPaths:
-				p.Removes = append(p.Removes, o.Path)
-			case o.Op == "move" && len(p.Removes) < maxPlanPaths:
-				p.Removes = append(p.Removes, o.From)
-			case o.Op == "replace" && len(p.Overwrites) < maxPlanPaths:
-				p.Overwrites = append(p.Overwrites, o.Path)
-			}
-		}
-		// The plan keeps the first operations, for a person reviewing it (strata plans DB ID).
-		kept, keptCut, _ := fitOps(d.Operations, 64<<10)
-		for _, o := range kept {
-			p.Preview = append(p.Preview, revision.DiffOp{Op: o.Op, Path: o.Path, From: o.From, Value: o.Value, OldValue: o.OldValue})
-		}
-		p.PreviewComplete = !keptCut && !d.Truncated
+// planOut shows a plan the gate made.
+func (c *call) planOut(v *gate.View, pm *gate.PlanMade) *planOut {
+	p := pm.Plan
+	out := &planOut{Database: v.Name(), PlanID: p.ID, Tool: p.Op, Branch: p.Branch, Base: p.Base,
+		Removes: p.Removes, Overwrites: p.Overwrites, ConfirmationRequired: true, ExpiresAt: p.Expires,
+		Preview: planPreview{Summary: p.Summary, CountsComplete: true, Operations: []diffOp{}}}
+	if d := pm.Preview; d != nil {
 		shown, cut, elided := fitOps(d.Operations, c.s.budget()/2)
 		out.Preview.Counts, out.Preview.CountsComplete = d.Counts, !d.Truncated
 		out.Preview.Operations, out.Preview.More, out.Preview.Truncated = shown, cut || d.Truncated, elided
 	}
-	if err := db.SavePlan(ctx, p); err != nil {
-		return nil, err
-	}
-	out.PlanID, out.Removes, out.Overwrites, out.ExpiresAt = p.ID, p.Removes, p.Overwrites, p.Expires
-	return out, nil
+	return out
 }
 
 // ---- apply_plan and list_plans
@@ -362,21 +183,18 @@ type planJSON struct {
 }
 
 func listPlans(ctx context.Context, c *call) (string, any, error) {
-	db, err := c.db(ctx)
+	v, err := c.view(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	all, err := db.Plans(ctx)
+	all, err := v.MyPlans(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	now := db.Now()
+	now := v.Now()
 	var mine []planJSON
 	for _, p := range all {
-		if p.Principal != c.s.cfg.Principal {
-			continue
-		}
-		mine = append(mine, planJSON{PlanID: p.ID, Tool: p.Tool, Branch: p.Branch, Target: p.Target, Summary: p.Summary,
+		mine = append(mine, planJSON{PlanID: p.ID, Tool: p.Op, Branch: p.Branch, Target: p.Target, Summary: p.Summary,
 			State: p.StateAt(now), Base: p.Base, Created: p.Created, ExpiresAt: p.Expires, Counts: p.Counts,
 			Removes: nonNil(p.Removes), Overwrites: nonNil(p.Overwrites), DecidedBy: p.DecidedBy, Reason: clipText(p.Reason, maxMessage), Revision: p.Revision})
 	}
@@ -398,86 +216,37 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// findPlan looks for a plan among the databases the caller may see. A plan of another principal is not found.
-func (c *call) findPlan(ctx context.Context, id string) (*snapshots.DB, string, snapshots.Plan, error) {
-	notFound := &snapshots.NotFoundError{What: "plan", Name: clip(id), Hint: "plan ids are exact; list_plans shows yours"}
-	if !strings.HasPrefix(id, "plan-") || len(id) > 64 {
-		return nil, "", snapshots.Plan{}, notFound
-	}
-	names, err := c.s.dir.Names()
-	if err != nil {
-		return nil, "", snapshots.Plan{}, err
-	}
-	for _, name := range names {
-		if !c.s.cfg.Scope.Databases.Permits(name) {
-			continue
-		}
-		db, err := c.s.dir.Open(ctx, name)
-		if err != nil {
-			continue
-		}
-		p, err := db.GetPlan(ctx, id)
-		if err == nil && p.Principal == c.s.cfg.Principal {
-			return db, name, p, nil
-		}
-	}
-	return nil, "", snapshots.Plan{}, notFound
-}
-
 // confirmKey is the name of the one input request apply_plan sends.
 const confirmKey = "confirm"
 
 func applyPlan(ctx context.Context, c *call) (string, any, error) {
 	id := c.a.str("plan_id")
-	db, dbName, p, err := c.findPlan(ctx, id)
+	v, p, err := c.s.actor.FindPlan(ctx, id)
 	if err != nil {
 		return "", nil, err
 	}
-	if err := snapshots.CheckPlan(p, c.s.cfg.Principal, db.Now()); err != nil {
-		if p.State == snapshots.PlanRejected {
-			e := newError(codeDenied, "plan %s was rejected by %s; nothing was written", p.ID, p.DecidedBy)
-			e.Detail = p.Reason
-			e.Hint = "the reason is in detail; change your approach, or plan again if the person asks for it"
-			return "", nil, e
-		}
+	if err := v.CheckApply(p); err != nil {
 		return "", nil, err
 	}
 	confirmedBy := ""
 	if p.State == snapshots.PlanPending {
 		var res *mcpsdk.CallToolResult
-		confirmedBy, res, err = c.confirm(ctx, db, dbName, p)
+		confirmedBy, res, err = c.confirm(ctx, v, p)
 		if err != nil || res != nil {
 			return "", res, err
 		}
 	}
-	t := c.s.tool(p.Tool)
-	if t == nil {
-		return "", nil, denied(p.Tool + " on this server")
-	}
-	a, err := decodeArgs(t, p.Args)
+	ch, err := gate.PlanChange(p)
 	if err != nil {
 		return "", nil, err
 	}
-	if a.str("database") != dbName {
-		return "", nil, fmt.Errorf("plan %s: its arguments name another database", p.ID)
-	}
-	sub := &call{s: c.s, t: t, a: a, raw: p.Args, req: c.req, applying: &applying{db: db, plan: p, confirmedBy: confirmedBy}}
-	// The scope is checked again: the operator may have narrowed it since the plan was made.
-	if err := sub.checkScope(ctx); err != nil {
-		return "", nil, err
-	}
-	if err := sub.checkRevisionArgs(ctx); err != nil {
-		return "", nil, err
-	}
-	summary, out, err := t.handle(ctx, sub)
+	out, err := v.ApplyPlan(ctx, p, confirmedBy)
+	summary, shown, err := c.answer(ctx, v, ch, out, err)
 	if err != nil {
 		return "", nil, err
 	}
-	if _, isPlan := out.(*planOut); isPlan {
-		return "", nil, fmt.Errorf("plan %s: %w", p.ID, errors.New("the call made a plan again instead of applying it"))
-	}
-	// The answer is the tool's, with the plan's id.
-	b, err := json.Marshal(out)
+	// The answer is the change's, with the plan's id.
+	b, err := json.Marshal(shown)
 	if err != nil {
 		return "", nil, err
 	}
@@ -495,7 +264,8 @@ func applyPlan(ctx context.Context, c *call) (string, any, error) {
 // handler again with the answer.) It returns who confirmed, or an answer to send (the input request), or an error:
 // the user declined (the plan is then rejected), or no one can confirm here (CONFIRMATION_REQUIRED; the plan waits
 // for `strata approve`).
-func (c *call) confirm(ctx context.Context, db *snapshots.DB, dbName string, p snapshots.Plan) (string, *mcpsdk.CallToolResult, error) {
+func (c *call) confirm(ctx context.Context, v *gate.View, p snapshots.Plan) (string, *mcpsdk.CallToolResult, error) {
+	dbName := v.Name()
 	waiting := func(why string) error {
 		e := newError(codeConfirmationRequired, "plan %s needs a person's confirmation and %s; nothing was written", p.ID, why)
 		e.Hint = fmt.Sprintf("ask a person to approve it (strata approve %s %s) and call apply_plan again before it expires at %s",
@@ -518,7 +288,7 @@ func (c *call) confirm(ctx context.Context, db *snapshots.DB, dbName string, p s
 			return "the user of " + c.clientName(), nil, nil
 		}
 		if er.Action == "decline" || er.Action == "accept" {
-			if _, err := db.RejectPlan(ctx, p.ID, "the user of "+c.clientName(), "declined when asked to confirm"); err != nil {
+			if err := v.DeclinePlan(ctx, p, "the user of "+c.clientName()); err != nil {
 				return "", nil, err
 			}
 			e := newError(codeConfirmationRequired, "the user declined plan %s; nothing was written, and the plan is rejected", p.ID)
@@ -569,7 +339,7 @@ func (c *call) clientName() string {
 // confirmMessage is what the user is asked: who wants what, and what it removes and overwrites.
 func (c *call) confirmMessage(dbName string, p snapshots.Plan) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Agent %q asks to apply a change to database %s: %s (tool %s", p.Principal, dbName, p.Summary, p.Tool)
+	fmt.Fprintf(&b, "Agent %q asks to apply a change to database %s: %s (tool %s", p.Principal, dbName, p.Summary, p.Op)
 	if p.Branch != "" {
 		fmt.Fprintf(&b, ", branch %s at revision %d", p.Branch, p.Base)
 	}

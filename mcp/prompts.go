@@ -242,26 +242,21 @@ func (s *server) complete(ctx context.Context, req *mcpsdk.CompleteRequest) (*mc
 	case "":
 		return empty, nil
 	case "database":
-		all, err := s.permittedDatabases()
+		all, err := s.actor.Databases(ctx)
 		if err != nil {
 			return empty, nil
 		}
 		names = all
 	default:
-		if !s.dbPermitted(ctxArgs["database"]) {
-			return empty, nil // a hidden database is missing
-		}
-		db, err := s.dir.Open(ctx, ctxArgs["database"])
+		db, err := s.actor.Open(ctx, ctxArgs["database"])
 		if err != nil {
-			return empty, nil // no database chosen yet, or none of that name
+			return empty, nil // no database chosen yet, none of that name, or a hidden one
 		}
 		if kind == "resource" {
 			if st, err := db.Resolve(ctx, snapshots.Ref{}); err == nil {
 				rs, _ := db.Resources(ctx, st)
 				for _, r := range rs {
-					if s.resPermitted(r.Name) {
-						names = append(names, r.Name)
-					}
+					names = append(names, r.Name)
 				}
 			}
 		}

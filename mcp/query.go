@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/query"
-	"github.com/strata-db/strata/snapshots"
 )
 
 // The jq tools: query and bisect (reads, docs/design.md §3.2) and transform (a write, §3.3). They run their programs in
@@ -130,26 +130,13 @@ func queryTool(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	db, err := c.openDB(ctx)
+	v, err := c.view(ctx)
 	if err != nil {
 		return "", nil, err
 	}
 	req := query.Request{Resource: c.a.str("resource"), Program: c.a.str("query"), Params: ps,
-		Limit: c.limit(100), Cursor: c.a.str("cursor"), Caller: c.s.cfg.Principal}
-	if c.s.limited() {
-		// Hidden resources never reach the program: a hidden resource is "not found", and the object of all
-		// resources holds the permitted ones only. A hidden revision is not found by number, and stands for its
-		// newest visible ancestor when reached by a branch, snapshot or time.
-		req.Visible = c.s.resPermitted
-		if req.Cursor == "" {
-			st, err := c.state(ctx, db, "", nil, 0)
-			if err != nil {
-				return "", nil, err
-			}
-			ref = snapshots.Ref{Revision: st.Rev.Number}
-		}
-	}
-	res, err := c.s.engine.Query(ctx, db, ref, req)
+		Limit: c.limit(100), Cursor: c.a.str("cursor")}
+	res, err := v.Query(ctx, ref, req)
 	if err != nil {
 		return "", nil, err
 	}
@@ -162,7 +149,7 @@ func queryTool(ctx context.Context, c *call) (string, any, error) {
 				withHint("narrow the program to a smaller part of the value (a path, a slice, length or keys)")
 		}
 		req.Limit = fit
-		if res, err = c.s.engine.Query(ctx, db, ref, req); err != nil {
+		if res, err = v.Query(ctx, ref, req); err != nil {
 			return "", nil, err
 		}
 	}
@@ -208,17 +195,13 @@ func bisectTool(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	db, err := c.openDB(ctx)
+	v, err := c.view(ctx)
 	if err != nil {
 		return "", nil, err
 	}
 	branch := branchOr(c.a.str("branch"))
-	var visible func(string) bool // hidden resources are absent, and revisions that changed only them are skipped
-	if c.s.limited() {
-		visible = c.s.resPermitted
-	}
-	res, err := c.s.engine.Bisect(ctx, db, query.BisectRequest{Branch: branch, Resource: c.a.str("resource"),
-		Predicate: c.a.str("predicate"), Params: ps, From: c.a.uint("from_revision"), To: c.a.uint("to_revision"), Visible: visible})
+	res, err := v.Bisect(ctx, query.BisectRequest{Branch: branch, Resource: c.a.str("resource"),
+		Predicate: c.a.str("predicate"), Params: ps, From: c.a.uint("from_revision"), To: c.a.uint("to_revision")})
 	if err != nil {
 		return "", nil, err
 	}
@@ -241,26 +224,10 @@ func bisectTool(ctx context.Context, c *call) (string, any, error) {
 // ---- transform
 
 func transform(ctx context.Context, c *call) (string, any, error) {
-	ps, err := c.queryParams()
-	if err != nil {
+	if _, err := c.queryParams(); err != nil {
 		return "", nil, err
 	}
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	res := c.a.str("resource")
-	return c.commitAnswer(ctx, db, c.writeOptions(), "transform of "+res, func(w snapshots.WriteOptions) (*snapshots.Result, error) {
-		return c.s.engine.TransformResource(ctx, db, res, c.a.str("query"), ps, w)
-	})
-}
-
-// newEngine returns the engine the server runs programs in: the configured one, or a new one of its own (with the
-// default limits and a random cursor key) that is closed when the server is no longer reachable.
-func newEngine(cfg Config, budget int) (*query.Engine, bool, error) {
-	if cfg.Engine != nil {
-		return cfg.Engine, false, nil
-	}
-	e, err := query.New(query.Options{MaxOutputBytes: budget, MaxConcurrent: cfg.MaxConcurrentQueries})
-	return e, true, err
+	ch := c.change(gate.OpTransform)
+	ch.Program, ch.Params = c.a.str("query"), c.a.raw("params")
+	return c.write(ctx, ch)
 }

@@ -401,7 +401,7 @@ func listDatabases(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	names, err := c.s.permittedDatabases()
+	names, err := c.s.actor.Databases(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -415,7 +415,7 @@ func listDatabases(ctx context.Context, c *call) (string, any, error) {
 			break
 		}
 		d := databaseJSON{Name: n, Heads: []headJSON{}}
-		info, err := c.s.dir.Info(ctx, n)
+		info, err := c.s.actor.DatabaseInfo(ctx, n)
 		if err != nil {
 			d.Error = errorFor(err).headline()
 		} else {
@@ -423,7 +423,6 @@ func listDatabases(ctx context.Context, c *call) (string, any, error) {
 			for b, h := range info.Heads {
 				d.Heads = append(d.Heads, headJSON{b, h})
 			}
-			c.scopeHeads(ctx, n, d.Heads)
 			slices.SortFunc(d.Heads, func(a, b headJSON) int { return cmpString(a.Branch, b.Branch) })
 		}
 		dbs = append(dbs, d)
@@ -450,17 +449,17 @@ func moreText(more bool) string {
 	return ""
 }
 
-// cursorAndDB reads the call's cursor and opens its database, the first steps of the paged read tools.
-func (c *call) cursorAndDB(ctx context.Context) (*cursorState, *snapshots.DB, error) {
+// cursorAndView reads the call's cursor and opens its database, the first steps of the paged read tools.
+func (c *call) cursorAndView(ctx context.Context) (*cursorState, *gate.View, error) {
 	cur, err := c.s.cursor(c.t, c.a)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := c.openDB(ctx)
+	v, err := c.view(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	return cur, db, nil
+	return cur, v, nil
 }
 
 // pageByName pages items, which are in the order of their names, and where more follow makes the cursor (st with
@@ -486,19 +485,15 @@ type listResourcesOut struct {
 }
 
 // state resolves the call's ref (fields with the prefix), or the revision a cursor recorded.
-func (c *call) state(ctx context.Context, db *snapshots.DB, prefix string, cur *cursorState, i int) (snapshots.State, error) {
+func (c *call) state(ctx context.Context, v *gate.View, prefix string, cur *cursorState, i int) (snapshots.State, error) {
 	ref, _, err := c.a.ref(prefix)
 	if err != nil {
 		return snapshots.State{}, err
 	}
 	if cur == nil || i >= len(cur.Revs) {
-		st, err := db.Resolve(ctx, ref)
-		if err != nil {
-			return st, c.s.scopeErr(err)
-		}
-		return c.scopeState(ctx, db, ref, st)
+		return v.Resolve(ctx, ref)
 	}
-	st, err := db.Resolve(ctx, snapshots.Ref{Revision: cur.Revs[i]})
+	st, err := v.Resolve(ctx, snapshots.Ref{Revision: cur.Revs[i]})
 	if err == nil && ref.Revision == 0 && ref.Snapshot == "" {
 		st.Branch = branchOr(ref.Branch) // still name the branch the first page was read through
 	}
@@ -513,20 +508,17 @@ func branchOr(b string) string {
 }
 
 func listResources(ctx context.Context, c *call) (string, any, error) {
-	cur, db, err := c.cursorAndDB(ctx)
+	cur, v, err := c.cursorAndView(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	st, err := c.state(ctx, db, "", cur, 0)
+	st, err := c.state(ctx, v, "", cur, 0)
 	if err != nil {
 		return "", nil, err
 	}
-	all, err := db.Resources(ctx, st)
+	all, err := v.Resources(ctx, st)
 	if err != nil {
 		return "", nil, err
-	}
-	if c.s.limited() {
-		all = slices.DeleteFunc(all, func(r snapshots.ResourceSummary) bool { return !c.s.resPermitted(r.Name) })
 	}
 	if cur != nil {
 		i, _ := slices.BinarySearchFunc(all, cur.After, func(r snapshots.ResourceSummary, n string) int { return cmpString(r.Name, n) })
@@ -568,31 +560,21 @@ const (
 )
 
 func resourceInfo(ctx context.Context, c *call) (string, any, error) {
-	db, err := c.openDB(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	ref, _, err := c.a.ref("")
+	db, err := c.view(ctx)
 	if err != nil {
 		return "", nil, err
 	}
 	res := c.a.str("resource")
-	var v revision.Value
-	var st snapshots.State
-	if !c.s.limited() {
-		v, st, err = db.Get(ctx, ref, res, nil)
-	} else if st, err = c.state(ctx, db, "", nil, 0); err == nil {
-		if !c.s.resPermitted(res) {
-			return "", nil, c.missingResource(ctx, db, st, res)
-		}
-		v, _, err = db.Get(ctx, snapshots.Ref{Revision: st.Rev.Number}, res, nil)
-		err = c.resourceErr(ctx, db, st, err)
+	st, err := c.state(ctx, db, "", nil, 0)
+	if err != nil {
+		return "", nil, err
 	}
+	val, err := db.Get(ctx, st, res)
 	if err != nil {
 		return "", nil, err
 	}
 	out := resourceInfoOut{Database: c.a.str("database"), Revision: st.Rev.Number, Branch: st.Branch, Resource: res,
-		Kind: v.Kind().String(), Size: v.Size(), Count: v.Len()}
+		Kind: val.Kind().String(), Size: val.Size(), Count: val.Len()}
 
 	// Search the first-parent history of the branch the state was read through (else the branch the revision was
 	// made on), from the revision read down, if that revision is on it.
@@ -674,7 +656,7 @@ func shownLen(raw json.RawMessage) int {
 }
 
 func read(ctx context.Context, c *call) (string, any, error) {
-	cur, db, err := c.cursorAndDB(ctx)
+	cur, db, err := c.cursorAndView(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -687,12 +669,9 @@ func read(ctx context.Context, c *call) (string, any, error) {
 		return "", nil, err
 	}
 	res := c.a.str("resource")
-	if c.s.limited() && !c.s.resPermitted(res) {
-		return "", nil, c.missingResource(ctx, db, st, res)
-	}
-	v, _, err := db.Get(ctx, snapshots.Ref{Revision: st.Rev.Number}, res, nil)
+	v, err := db.Get(ctx, st, res)
 	if err != nil {
-		return "", nil, c.resourceErr(ctx, db, st, err)
+		return "", nil, err
 	}
 	f := db.Forest()
 	target, err := f.Get(ctx, v, ptr)
@@ -771,7 +750,7 @@ type listBranchesOut struct {
 func listBranches(ctx context.Context, c *call) (string, any, error) {
 	out := listBranchesOut{Database: c.a.str("database")}
 	var err error
-	out.Branches, out.More, out.NextCursor, err = listNamed(ctx, c, (*snapshots.DB).Branches,
+	out.Branches, out.More, out.NextCursor, err = listNamed(ctx, c, (*gate.View).Branches,
 		func(b store.BranchRecord) branchJSON {
 			return branchJSON{Name: b.Name, Head: b.Head, Base: b.Base, Creator: b.Creator, Created: b.Created,
 				Protected: c.s.cfg.protected(b.Name)}
@@ -779,14 +758,6 @@ func listBranches(ctx context.Context, c *call) (string, any, error) {
 		func(b branchJSON) string { return b.Name })
 	if err != nil {
 		return "", nil, err
-	}
-	if c.s.limited() {
-		db, _ := c.openDB(ctx)
-		memo := map[uint64]uint64{}
-		for i := range out.Branches {
-			out.Branches[i].Head = c.visibleNumber(ctx, db, out.Branches[i].Head, memo)
-			out.Branches[i].Base = c.visibleNumber(ctx, db, out.Branches[i].Base, memo)
-		}
 	}
 	return fmt.Sprintf("%d branch(es)%s.", len(out.Branches), moreText(out.More)), out, nil
 }
@@ -809,7 +780,7 @@ type listSnapshotsOut struct {
 func listSnapshots(ctx context.Context, c *call) (string, any, error) {
 	out := listSnapshotsOut{Database: c.a.str("database")}
 	var err error
-	out.Snapshots, out.More, out.NextCursor, err = listNamed(ctx, c, (*snapshots.DB).Snapshots,
+	out.Snapshots, out.More, out.NextCursor, err = listNamed(ctx, c, (*gate.View).Snapshots,
 		func(l store.LabelRecord) snapshotJSON {
 			return snapshotJSON{Name: l.Name, Revision: l.Revision, Note: clipText(l.Note, maxMessage), Creator: l.Creator, Created: l.Created}
 		},
@@ -817,21 +788,14 @@ func listSnapshots(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if c.s.limited() {
-		db, _ := c.openDB(ctx)
-		memo := map[uint64]uint64{}
-		for i := range out.Snapshots {
-			out.Snapshots[i].Revision = c.visibleNumber(ctx, db, out.Snapshots[i].Revision, memo)
-		}
-	}
 	return fmt.Sprintf("%d snapshot(s)%s.", len(out.Snapshots), moreText(out.More)), out, nil
 }
 
 // listNamed lists the records of a database that have names (branches, snapshots) for list_branches and
 // list_snapshots: shown, in the order of their names, after the cursor's name, and paged with the cursor that continues.
-func listNamed[R, J any](ctx context.Context, c *call, fetch func(*snapshots.DB, context.Context) ([]R, error),
+func listNamed[R, J any](ctx context.Context, c *call, fetch func(*gate.View, context.Context) ([]R, error),
 	show func(R) J, name func(J) string) (kept []J, more bool, next string, err error) {
-	cur, db, err := c.cursorAndDB(ctx)
+	cur, db, err := c.cursorAndView(ctx)
 	if err != nil {
 		return nil, false, "", err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,11 +193,8 @@ func (w *watcher) subscribe(ctx context.Context, req *mcpsdk.SubscribeRequest) e
 		return mcpsdk.ResourceNotFoundError(uri)
 	}
 	if ref.database != "" {
-		if !w.s.dbPermitted(ref.database) {
-			return mcpsdk.ResourceNotFoundError(uri) // a hidden database is missing
-		}
-		if _, err := w.s.dir.Open(ctx, ref.database); err != nil {
-			return mcpsdk.ResourceNotFoundError(uri)
+		if _, err := w.s.actor.Open(ctx, ref.database); err != nil {
+			return mcpsdk.ResourceNotFoundError(uri) // missing, or hidden, which looks the same
 		}
 	}
 	fp, err := w.s.fingerprint(ctx, ref)
@@ -300,18 +296,23 @@ func (w *watcher) poll() bool {
 	return true
 }
 
-// fingerprint is a string that changes when what a resource URI shows changes.
+// fingerprint is a string that changes when what a resource URI shows changes, as the principal sees it: a commit
+// that changed only hidden resources is not news.
 func (s *server) fingerprint(ctx context.Context, ref resourceRef) (string, error) {
+	a := s.actor
 	if ref.kind == "databases" {
-		names, err := s.permittedDatabases()
+		names, err := a.Databases(ctx)
 		if err != nil {
 			return "", err
 		}
 		var infos []snapshots.DatabaseInfo
 		for _, n := range names {
-			info, err := s.dir.Info(ctx, n)
+			info, err := a.DatabaseInfo(ctx, n)
 			if err != nil {
 				return "", err
+			}
+			if !a.Principal().Scope.Unlimited() {
+				info.FileBytes, info.Revisions = 0, 0 // they move with hidden commits too
 			}
 			infos = append(infos, info)
 		}
@@ -321,67 +322,58 @@ func (s *server) fingerprint(ctx context.Context, ref resourceRef) (string, erro
 	if ref.kind == "revision" {
 		return "immutable", nil
 	}
-	if !s.dbPermitted(ref.database) {
-		return "missing database", nil
-	}
-	db, err := s.dir.Open(ctx, ref.database)
+	v, err := a.Open(ctx, ref.database)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return "", err
 		}
 		return "missing database", nil
 	}
-	var v any
+	var x any
 	switch ref.kind {
 	case "log":
-		if s.limited() {
+		if !a.Principal().Scope.Unlimited() {
 			// Only visible revisions count: a commit that changed hidden resources only is not news.
-			c := &call{s: s, a: &args{strs: map[string]string{"database": ref.database}}}
-			p, err := c.visibleHistory(ctx, db, snapshots.HistoryQuery{Limit: 1})
+			p, err := v.History(ctx, snapshots.HistoryQuery{Limit: 1})
 			if err != nil {
 				return "", err
 			}
-			v = p.Revisions
+			x = p.Revisions
 			break
 		}
-		info, err := s.dir.Info(ctx, ref.database)
+		info, err := a.DatabaseInfo(ctx, ref.database)
 		if err != nil {
 			return "", err
 		}
-		v = info.Revisions
+		x = info.Revisions
 	case "branches":
-		v, err = db.Branches(ctx)
+		x, err = v.Branches(ctx)
 	case "snapshots":
-		v, err = db.Snapshots(ctx)
+		x, err = v.Snapshots(ctx)
 	case "resources":
 		var st snapshots.State
-		if st, err = db.Resolve(ctx, snapshots.Ref{}); err == nil {
-			var rs []snapshots.ResourceSummary
-			rs, err = db.Resources(ctx, st)
-			if s.limited() {
-				rs = slices.DeleteFunc(rs, func(r snapshots.ResourceSummary) bool { return !s.resPermitted(r.Name) })
-			}
-			v = rs
+		if st, err = v.Resolve(ctx, snapshots.Ref{}); err == nil {
+			x, err = v.Resources(ctx, st)
 		}
 	case "resource":
-		if !s.resPermitted(ref.resource) {
-			v = "missing" // a hidden resource is missing, and its changes are not news
-			break
+		st, rerr := v.Resolve(ctx, snapshots.Ref{})
+		if rerr != nil {
+			return "", rerr
 		}
-		val, _, gerr := db.Get(ctx, snapshots.Ref{}, ref.resource, nil)
+		val, gerr := v.Get(ctx, st, ref.resource)
 		var nf *snapshots.NotFoundError
 		switch {
 		case errors.As(gerr, &nf):
-			v = "missing"
+			x = "missing" // or hidden, whose changes are not news
 		case gerr != nil:
 			return "", gerr
 		default:
-			v = fmt.Sprintf("%x", val.Hash())
+			x = fmt.Sprintf("%x", val.Hash())
 		}
 	}
 	if err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(x)
 	return string(b), err
 }

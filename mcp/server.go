@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,16 +18,13 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// server holds what every handler needs.
+// server holds what every handler needs. Every read and write goes through actor: the gate, which holds the
+// principal's policy, scopes, plans and audit; this package only decodes arguments and shapes answers.
 type server struct {
-	dir   *snapshots.Dir
+	actor *gate.Actor
 	cfg   Config
 	key   []byte // signs cursors; drawn at random for each server
 	tools []*toolSpec
-	// engine runs jq programs (query, bisect, transform).
-	engine *query.Engine
-	// auditFailed is set while the last audit record could not be appended: writes are refused (checkAudit).
-	auditFailed atomic.Bool
 }
 
 // toolSpec declares one tool: its metadata, its arguments (from which both its input schema and the decoding of its
@@ -87,12 +83,11 @@ type call struct {
 	a   *args
 	raw json.RawMessage         // the arguments as received
 	req *mcpsdk.CallToolRequest // the request (its session, and the answers of a confirmation round trip)
-	// applying is set when the call carries out a confirmed plan (apply_plan).
-	applying *applying
 }
 
-// NewServer returns an MCP server over a data directory. It refuses an unknown write mode, so that a typo stops
-// startup instead of leaving the server writable. With writes off (the default) no write tool is registered at all.
+// NewServer returns an MCP server over a data directory, for the principal cfg describes, through a gate of its own
+// (with cfg's engine and audit log). It refuses an unknown write mode, so that a typo stops startup instead of
+// leaving the server writable. With writes off (the default) no write tool is registered at all.
 func NewServer(dir *snapshots.Dir, cfg Config) (*mcpsdk.Server, error) {
 	if dir == nil {
 		return nil, errors.New("mcp.NewServer: no data directory")
@@ -100,15 +95,43 @@ func NewServer(dir *snapshots.Dir, cfg Config) (*mcpsdk.Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &server{dir: dir, cfg: cfg.withDefaults(), key: make([]byte, 32)}
-	if _, err := rand.Read(s.key); err != nil {
-		return nil, err
+	engine := cfg.Engine
+	if engine == nil {
+		var err error
+		engine, err = query.New(query.Options{MaxOutputBytes: budget(cfg.withDefaults()), MaxConcurrent: cfg.withDefaults().MaxConcurrentQueries})
+		if err != nil {
+			return nil, err
+		}
 	}
-	engine, own, err := newEngine(cfg, s.budget())
+	g, err := gate.New(dir, &gate.Options{Engine: engine, Audit: cfg.Audit, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	s.engine = engine
+	actor, err := g.As(cfg.principal())
+	if err != nil {
+		return nil, err
+	}
+	srv, err := NewServerFor(actor, cfg)
+	if err == nil && cfg.Engine == nil {
+		// Its workers also end with the process.
+		runtime.AddCleanup(srv, func(e *query.Engine) { e.Close() }, engine)
+	}
+	return srv, err
+}
+
+// NewServerFor returns an MCP server for one principal of a gate. cfg gives what is the transport's (the output
+// cap, the version, the logger, the transport's name for the audit log); its policy, scope and principal fields are
+// ignored: the actor's are in force.
+func NewServerFor(actor *gate.Actor, cfg Config) (*mcpsdk.Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := actor.Principal()
+	cfg.Writes, cfg.Policy, cfg.Scope, cfg.Protected, cfg.Principal, cfg.PlanTTL = p.Mode, p.Policy, p.Scope, p.Protected, p.Name, p.PlanTTL
+	s := &server{actor: actor, cfg: cfg.withDefaults(), key: make([]byte, 32)}
+	if _, err := rand.Read(s.key); err != nil {
+		return nil, err
+	}
 	w := newWatcher(s)
 	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "strata", Title: "Strata", Version: s.cfg.Version},
 		&mcpsdk.ServerOptions{
@@ -120,9 +143,8 @@ func NewServer(dir *snapshots.Dir, cfg Config) (*mcpsdk.Server, error) {
 		})
 	w.srv = srv
 	srv.AddReceivingMiddleware(s.auditMiddleware)
-	plans := s.cfg.Policy.Write == gate.Ask || s.cfg.Policy.Protected == gate.Ask
 	for _, t := range allTools() {
-		if (t.write && !s.cfg.Policy.Writes()) || (t.plans && !plans) {
+		if (t.write && !p.Writes()) || (t.plans && !p.Plans()) {
 			continue
 		}
 		s.tools = append(s.tools, t)
@@ -130,9 +152,6 @@ func NewServer(dir *snapshots.Dir, cfg Config) (*mcpsdk.Server, error) {
 	}
 	s.addResources(srv)
 	s.addPrompts(srv)
-	if own {
-		runtime.AddCleanup(srv, func(e *query.Engine) { e.Close() }, engine)
-	}
 	return srv, nil
 }
 
@@ -194,21 +213,10 @@ func (s *server) handler(t *toolSpec) mcpsdk.ToolHandler {
 		if err != nil {
 			return s.errorResult(err), nil
 		}
-		if t.write {
-			if err := s.checkAudit(); err != nil {
-				return s.errorResult(err), nil
-			}
-		}
 		c := &call{s: s, t: t, a: a, raw: raw, req: req}
-		if err := c.checkScope(ctx); err != nil {
-			return s.errorResult(err), nil
-		}
-		if err := c.checkRevisionArgs(ctx); err != nil {
-			return s.errorResult(err), nil
-		}
 		summary, out, err := t.handle(ctx, c)
 		if err != nil {
-			return s.errorResult(c.scopeWriteErr(err)), nil
+			return s.errorResult(err), nil
 		}
 		if r, ok := out.(*mcpsdk.CallToolResult); ok {
 			return r, nil // an input request (apply_plan asking for a confirmation)
@@ -219,11 +227,11 @@ func (s *server) handler(t *toolSpec) mcpsdk.ToolHandler {
 
 // budget is how many characters of JSON a handler may put into one answer: the cap, less room for the fields around
 // the data.
-func (s *server) budget() int {
-	return s.cfg.MaxOutputChars*9/10 - 600
-}
+func (s *server) budget() int { return budget(s.cfg) }
 
-// db opens the database the call names.
-func (c *call) db(ctx context.Context) (*snapshots.DB, error) {
-	return c.s.dir.Open(ctx, c.a.str("database"))
+func budget(cfg Config) int { return cfg.MaxOutputChars*9/10 - 600 }
+
+// view opens the database the call names, as the principal may see it.
+func (c *call) view(ctx context.Context) (*gate.View, error) {
+	return c.s.actor.Open(ctx, c.a.str("database"))
 }

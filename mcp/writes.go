@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -75,23 +74,55 @@ func writeSummary(res *snapshots.Result, what string) string {
 	return fmt.Sprintf("revision %d on %s: %s; %s.", res.Revision, res.Branch, what, changed)
 }
 
-// written answers a write: its error, or the summary of what it did (see writeSummary) and its result.
-func (c *call) written(r *snapshots.Result, err error, what string) (string, any, error) {
+// change is the gate's change for this call: its operation, resource, path and write arguments.
+func (c *call) change(op string) gate.Change {
+	return gate.Change{Op: op, Resource: c.a.str("resource"), Path: c.a.str("path"), Branch: c.a.str("branch"),
+		ExpectedHead: c.a.uint("expected_head"), Message: c.a.str("message"), IdempotencyKey: c.a.str("idempotency_key"),
+		Tool: c.t.name}
+}
+
+// write makes a change through the gate and answers what it did: the revision committed, the plan that needs a
+// person's confirmation, or the refusal.
+func (c *call) write(ctx context.Context, ch gate.Change) (string, any, error) {
+	v, err := c.view(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	return writeSummary(r, what), c.writeOut(r), nil
+	out, err := v.Write(ctx, ch)
+	return c.answer(ctx, v, ch, out, err)
 }
 
-// writeOptions are the library's write options for this call.
-func (c *call) writeOptions() snapshots.WriteOptions {
-	w := snapshots.WriteOptions{Branch: c.a.str("branch"), ExpectedHead: c.a.uint("expected_head"),
-		Message: c.a.str("message"), Author: c.s.cfg.Principal, Tool: c.t.name}
-	if k := c.a.str("idempotency_key"); k != "" {
-		// Keys are the caller's own: two principals that happen to pick the same key do not get each other's results.
-		w.IdempotencyKey = "mcp\x00" + c.s.cfg.Principal + "\x00" + k
+// answer shapes the outcome of a write (a call's, or a plan's being applied).
+func (c *call) answer(ctx context.Context, v *gate.View, ch gate.Change, out *gate.Outcome, err error) (string, any, error) {
+	if err != nil {
+		if out != nil && out.Promote != nil && len(out.Promote.Conflicts) > 0 {
+			return "", nil, c.conflicts(ch, out.Promote, err)
+		}
+		return "", nil, err
 	}
-	return w
+	switch {
+	case out.Plan != nil:
+		p := c.planOut(v, out.Plan)
+		return p.summary(), p, nil
+	case out.Branch != nil:
+		b := out.Branch
+		return fmt.Sprintf("deleted branch %s (its head was revision %d).", b.Name, b.Head), c.branchOut(*b), nil
+	case out.Label != nil:
+		l := out.Label
+		return fmt.Sprintf("deleted snapshot %s (it named revision %d).", l.Name, l.Revision), c.snapshotOut(*l), nil
+	case ch.Op == gate.OpPromote:
+		pr := out.Promote
+		po := promoteOut{writeOut: c.writeOut(pr.Result), FastForward: pr.FastForward}
+		how := "merged"
+		if pr.FastForward {
+			how = "fast-forward"
+		}
+		if st, err := v.Resolve(ctx, snapshots.Ref{Revision: pr.Revision}); err == nil && len(st.Rev.Parents) > 1 {
+			po.Merged = st.Rev.Parents[1]
+		}
+		return writeSummary(pr.Result, fmt.Sprintf("promoted %s into %s (%s)", ch.Source, branchOr(ch.Branch), how)), po, nil
+	}
+	return writeSummary(out.Result, ch.Summary()), c.writeOut(out.Result), nil
 }
 
 var (
@@ -223,15 +254,12 @@ func writeTools() []*toolSpec {
 // ---- create_database
 
 func createDatabase(ctx context.Context, c *call) (string, any, error) {
-	if c.decide(gate.ClassAdmin) != gate.Allow {
-		return "", nil, denied("create_database")
-	}
 	name := c.a.str("database")
-	db, err := c.s.dir.Create(ctx, name, c.s.cfg.Principal)
+	v, err := c.s.actor.CreateDatabase(ctx, name)
 	if err != nil {
 		return "", nil, err
 	}
-	st, err := db.Resolve(ctx, snapshots.Ref{})
+	st, err := v.Resolve(ctx, snapshots.Ref{})
 	if err != nil {
 		return "", nil, err
 	}
@@ -242,70 +270,25 @@ func createDatabase(ctx context.Context, c *call) (string, any, error) {
 // ---- put, insert, update, delete, patch
 
 func put(ctx context.Context, c *call) (string, any, error) {
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	return c.addValue(ctx, db, nil, "put ")
+	ch := c.change(gate.OpPut)
+	ch.Value = c.a.raw("value")
+	return c.write(ctx, ch)
 }
 
 func insert(ctx context.Context, c *call) (string, any, error) {
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	ptr, err := c.a.pointer("path")
-	if err != nil {
-		return "", nil, err
-	}
-	return c.addValue(ctx, db, ptr, "insert at ")
-}
-
-// addValue writes the call's value into its resource at ptr, or as the whole resource when ptr is empty, for put
-// and insert. The summary says what, then the resource and path.
-func (c *call) addValue(ctx context.Context, db *snapshots.DB, ptr revision.Pointer, what string) (string, any, error) {
-	res := c.a.str("resource")
-	value := c.a.raw("value")
-	return c.commitAnswer(ctx, db, c.writeOptions(), what+res+ptr.String(), func(w snapshots.WriteOptions) (*snapshots.Result, error) {
-		if len(ptr) == 0 {
-			return db.Put(ctx, res, value, w)
-		}
-		return db.Patch(ctx, res, []revision.Operation{{Op: "add", Path: ptr.String(), Value: value, HasValue: true}}, w)
-	})
+	ch := c.change(gate.OpInsert)
+	ch.Value = c.a.raw("value")
+	return c.write(ctx, ch)
 }
 
 func update(ctx context.Context, c *call) (string, any, error) {
-	return c.overwrite(ctx, "update at ", func(db *snapshots.DB, res string, ptr revision.Pointer, w snapshots.WriteOptions) (*snapshots.Result, error) {
-		return db.Patch(ctx, res, []revision.Operation{{Op: "replace", Path: ptr.String(), Value: c.a.raw("value"), HasValue: true}}, w)
-	})
+	ch := c.change(gate.OpUpdate)
+	ch.Value = c.a.raw("value")
+	return c.write(ctx, ch)
 }
 
 func del(ctx context.Context, c *call) (string, any, error) {
-	return c.overwrite(ctx, "delete at ", func(db *snapshots.DB, res string, ptr revision.Pointer, w snapshots.WriteOptions) (*snapshots.Result, error) {
-		if len(ptr) == 0 {
-			return db.DeleteResource(ctx, res, w)
-		}
-		return db.Patch(ctx, res, []revision.Operation{{Op: "remove", Path: ptr.String()}}, w)
-	})
-}
-
-// overwrite carries out a write at the call's resource and path (update, delete, restore): it opens the database,
-// reads the path, and commits the write with do under the policy. The summary says what, then the resource and
-// path.
-func (c *call) overwrite(ctx context.Context, what string,
-	do func(db *snapshots.DB, res string, ptr revision.Pointer, w snapshots.WriteOptions) (*snapshots.Result, error)) (string, any, error) {
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	ptr, err := c.a.pointer("path")
-	if err != nil {
-		return "", nil, err
-	}
-	res := c.a.str("resource")
-	return c.commitAnswer(ctx, db, c.writeOptions(), what+res+ptr.String(), func(w snapshots.WriteOptions) (*snapshots.Result, error) {
-		return do(db, res, ptr, w)
-	})
+	return c.write(ctx, c.change(gate.OpDelete))
 }
 
 // patchMembers are the members an operation may have: RFC 6902's, and old_value, the precondition a diff's
@@ -315,8 +298,7 @@ var patchMembers = []string{"op", "path", "from", "value", "old_value"}
 
 func patch(ctx context.Context, c *call) (string, any, error) {
 	raw := c.a.raw("operations")
-	ops, err := revision.ParsePatch(raw)
-	if err != nil {
+	if _, err := revision.ParsePatch(raw); err != nil {
 		return "", nil, err
 	}
 	var members []map[string]json.RawMessage
@@ -343,13 +325,9 @@ func patch(ctx context.Context, c *call) (string, any, error) {
 			return "", nil, e
 		}
 	}
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	res := c.a.str("resource")
-	return c.commitAnswer(ctx, db, c.writeOptions(), fmt.Sprintf("patch of %s (%d operation(s))", res, len(ops)),
-		func(w snapshots.WriteOptions) (*snapshots.Result, error) { return db.Patch(ctx, res, ops, w) })
+	ch := c.change(gate.OpPatch)
+	ch.Patch = raw
+	return c.write(ctx, ch)
 }
 
 // ---- restore and revert
@@ -362,9 +340,9 @@ func restore(ctx context.Context, c *call) (string, any, error) {
 	if !given {
 		return "", nil, newError(codeInvalidArgument, "restore needs the state to restore from: from_revision, from_snapshot, or from_branch (with from_at)")
 	}
-	return c.overwrite(ctx, "restore of ", func(db *snapshots.DB, res string, ptr revision.Pointer, w snapshots.WriteOptions) (*snapshots.Result, error) {
-		return db.Restore(ctx, res, ptr, from, w)
-	})
+	ch := c.change(gate.OpRestore)
+	ch.From = &from
+	return c.write(ctx, ch)
 }
 
 func revert(ctx context.Context, c *call) (string, any, error) {
@@ -377,18 +355,13 @@ func revert(ctx context.Context, c *call) (string, any, error) {
 	if len(set) != 1 {
 		return "", nil, newError(codeInvalidArgument, "revert needs exactly one state to return to: revision, snapshot or at (got %d)", len(set))
 	}
-	w := c.writeOptions()
+	ch := c.change(gate.OpRevert)
 	target := snapshots.Ref{Revision: c.a.uint("revision"), Snapshot: c.a.str("snapshot")}
 	if c.a.has("at") {
-		target = snapshots.Ref{Branch: branchOr(w.Branch), At: c.a.timeRef("at")}
+		target = snapshots.Ref{Branch: branchOr(ch.Branch), At: c.a.timeRef("at")}
 	}
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	return c.commitAnswer(ctx, db, w, "revert of "+branchOr(w.Branch)+" to "+target.String(), func(w snapshots.WriteOptions) (*snapshots.Result, error) {
-		return db.Revert(ctx, target, w)
-	})
+	ch.Target = &target
+	return c.write(ctx, ch)
 }
 
 // ---- branches and snapshots
@@ -423,16 +396,11 @@ func createBranch(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	name := c.a.str("name")
-	// A new branch changes no data: it is a write whatever its name.
-	if c.decide(gate.ClassWrite) != gate.Allow {
-		return "", nil, denied("create_branch")
-	}
-	db, err := c.db(ctx)
+	v, err := c.view(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	b, err := db.CreateBranch(ctx, name, from, c.s.cfg.Principal)
+	b, err := v.CreateBranch(ctx, c.a.str("name"), from)
 	if err != nil {
 		return "", nil, err
 	}
@@ -440,21 +408,9 @@ func createBranch(ctx context.Context, c *call) (string, any, error) {
 }
 
 func deleteBranch(ctx context.Context, c *call) (string, any, error) {
-	name := c.a.str("name")
-	b, plan, err := deleteNamed(ctx, c, "branch", name, (*snapshots.DB).Branches, (*snapshots.DB).DeleteBranchOf, (*snapshots.DB).DeleteBranchForPlan,
-		func(b store.BranchRecord) (string, string, uint64) { return b.Name, b.Creator, b.Head })
-	if err != nil || plan != nil {
-		return planAnswer(plan, err)
-	}
-	return fmt.Sprintf("deleted branch %s (its head was revision %d).", b.Name, b.Head), c.branchOut(b), nil
-}
-
-// planAnswer answers a call that made a plan (or failed).
-func planAnswer(p *planOut, err error) (string, any, error) {
-	if err != nil {
-		return "", nil, err
-	}
-	return p.summary(), p, nil
+	ch := c.change(gate.OpDeleteBranch)
+	ch.Resource, ch.Path, ch.Branch, ch.Name = "", "", "", c.a.str("name")
+	return c.write(ctx, ch)
 }
 
 type snapshotOut struct {
@@ -485,14 +441,11 @@ func createSnapshot(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if c.decide(gate.ClassWrite) != gate.Allow {
-		return "", nil, denied("create_snapshot")
-	}
-	db, err := c.db(ctx)
+	v, err := c.view(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	l, err := db.CreateSnapshot(ctx, c.a.str("name"), ref, c.a.str("note"), c.s.cfg.Principal)
+	l, err := v.CreateSnapshot(ctx, c.a.str("name"), ref, c.a.str("note"))
 	if err != nil {
 		return "", nil, err
 	}
@@ -500,67 +453,9 @@ func createSnapshot(ctx context.Context, c *call) (string, any, error) {
 }
 
 func deleteSnapshot(ctx context.Context, c *call) (string, any, error) {
-	name := c.a.str("name")
-	l, plan, err := deleteNamed(ctx, c, "snapshot", name, (*snapshots.DB).Snapshots, (*snapshots.DB).DeleteSnapshotOf, (*snapshots.DB).DeleteSnapshotForPlan,
-		func(l store.LabelRecord) (string, string, uint64) { return l.Name, l.Creator, l.Revision })
-	if err != nil || plan != nil {
-		return planAnswer(plan, err)
-	}
-	return fmt.Sprintf("deleted snapshot %s (it named revision %d).", l.Name, l.Revision), c.snapshotOut(l), nil
-}
-
-// deleteNamed deletes the branch or snapshot (kind) called name, for delete_branch and delete_snapshot, under the
-// policy: deleting one that another principal created, or a protected branch, is of class protected (a plan to
-// confirm, by default); deleting one's own is a write, and del checks in its transaction that it still is. of gives
-// a record's name, creator and revision; forPlan deletes it as a confirmed plan previewed it.
-func deleteNamed[R any](ctx context.Context, c *call, kind, name string, list func(*snapshots.DB, context.Context) ([]R, error),
-	del func(db *snapshots.DB, ctx context.Context, name, creator string) (R, error),
-	forPlan func(db *snapshots.DB, ctx context.Context, name string, base uint64, planID, principal, confirmedBy string) (R, error),
-	of func(R) (name, creator string, rev uint64)) (R, *planOut, error) {
-	var zero R
-	db, err := c.db(ctx)
-	if err != nil {
-		return zero, nil, err
-	}
-	if ap := c.applying; ap != nil {
-		if c.decide(gate.ClassProtected) == gate.Deny { // the policy changed since the plan was made
-			return zero, nil, denied("delete_" + kind + " of " + name)
-		}
-		r, err := forPlan(db, ctx, name, ap.plan.Base, ap.plan.ID, c.s.cfg.Principal, ap.confirmedBy)
-		return r, nil, err
-	}
-	rs, err := list(db, ctx)
-	if err != nil {
-		return zero, nil, err
-	}
-	class, base, found := gate.ClassWrite, uint64(0), false
-	for _, r := range rs {
-		if n, creator, rev := of(r); n == name {
-			found, base = true, rev
-			if creator != c.s.cfg.Principal || (kind == "branch" && c.s.cfg.protected(name)) {
-				class = gate.ClassProtected
-			}
-		}
-	}
-	switch c.decide(class) {
-	case gate.Deny:
-		return zero, nil, denied("delete_" + kind + " of " + name)
-	case gate.Allow:
-		// Deleting one's own is checked again where it happens: the name may have been recreated by someone else.
-		owner := ""
-		if class == gate.ClassWrite {
-			owner = c.s.cfg.Principal
-		}
-		r, err := del(db, ctx, name, owner)
-		return r, nil, err
-	}
-	if !found || (kind == "branch" && name == snapshots.Main) {
-		r, err := del(db, ctx, name, "") // the library says what is wrong
-		return r, nil, err
-	}
-	p, err := c.savePlan(ctx, db, snapshots.Plan{Target: name, Base: base,
-		Summary: fmt.Sprintf("delete %s %s (at revision %d)", kind, name, base)}, nil)
-	return zero, p, err
+	ch := c.change(gate.OpDeleteSnapshot)
+	ch.Resource, ch.Path, ch.Branch, ch.Name = "", "", "", c.a.str("name")
+	return c.write(ctx, ch)
 }
 
 // ---- promote
@@ -572,50 +467,20 @@ type promoteOut struct {
 }
 
 func promote(ctx context.Context, c *call) (string, any, error) {
-	branch := c.a.str("branch")
-	into := branchOr(c.a.str("into"))
-	w := c.writeOptions()
-	w.Branch = into
-	db, err := c.db(ctx)
-	if err != nil {
-		return "", nil, err
+	ch := c.change(gate.OpPromote)
+	ch.Source, ch.Branch = c.a.str("branch"), branchOr(c.a.str("into"))
+	return c.write(ctx, ch)
+}
+
+// conflicts is the error of a promote whose merge conflicts: the paths, listed in conflicts.
+func (c *call) conflicts(ch gate.Change, pr *snapshots.PromoteResult, err error) error {
+	into := branchOr(ch.Branch)
+	e := &codedError{toolError: toolError{Code: codeConflict,
+		Message: fmt.Sprintf("promoting %s into %s conflicts at %d path(s), listed in conflicts; nothing was written", ch.Source, into, len(pr.Conflicts)),
+		Hint:    "make the branch agree with " + into + " at those paths (read both sides, then patch the branch), and promote again"},
+		err: err}
+	for _, cf := range pr.Conflicts {
+		e.Conflicts = append(e.Conflicts, conflictJSON{Path: cf.Path, Reason: cf.Reason})
 	}
-	var pr *snapshots.PromoteResult
-	r, plan, err := c.commitUnderPolicy(ctx, db, w, fmt.Sprintf("promote %s into %s", branch, into), func(w snapshots.WriteOptions) (*snapshots.Result, error) {
-		var err error
-		pr, err = db.Promote(ctx, branch, into, w)
-		if err != nil {
-			return nil, err
-		}
-		return pr.Result, nil
-	})
-	if plan != nil {
-		return planAnswer(plan, nil)
-	}
-	if err == nil && r != nil && r.Unchanged {
-		pr = &snapshots.PromoteResult{Result: r}
-	}
-	if err != nil {
-		var ce *snapshots.ConflictError
-		if pr != nil && len(pr.Conflicts) > 0 && errors.As(err, &ce) {
-			e := &codedError{toolError: toolError{Code: codeConflict,
-				Message: fmt.Sprintf("promoting %s into %s conflicts at %d path(s), listed in conflicts; nothing was written", branch, into, len(pr.Conflicts)),
-				Hint:    "make the branch agree with " + into + " at those paths (read both sides, then patch the branch), and promote again"},
-				err: err}
-			for _, cf := range pr.Conflicts {
-				e.Conflicts = append(e.Conflicts, conflictJSON{Path: cf.Path, Reason: cf.Reason})
-			}
-			return "", nil, e
-		}
-		return "", nil, err
-	}
-	out := promoteOut{writeOut: c.writeOut(pr.Result), FastForward: pr.FastForward}
-	how := "merged"
-	if pr.FastForward {
-		how = "fast-forward"
-	}
-	if st, err := db.Resolve(ctx, snapshots.Ref{Revision: pr.Revision}); err == nil && len(st.Rev.Parents) > 1 {
-		out.Merged = st.Rev.Parents[1]
-	}
-	return writeSummary(pr.Result, fmt.Sprintf("promoted %s into %s (%s)", branch, into, how)), out, nil
+	return e
 }

@@ -165,7 +165,7 @@ func (o crashOp) applyPlan(ctx context.Context, db *DB, p []revision.Operation, 
 			return dry, err // refused, replayed (a revision with this key and no plan: the checks report it) or no-op
 		}
 		now := db.Now()
-		pl = Plan{ID: id, Principal: "crash", Tool: "patch", Branch: o.Branch, Base: dry.Preview.Base.Rev.Number,
+		pl = Plan{ID: id, Principal: "crash", Op: "patch", Branch: o.Branch, Base: dry.Preview.Base.Rev.Number,
 			Root: []byte(dry.Preview.RootEncoding()), Summary: o.String(), Created: now, Expires: now.Add(time.Hour),
 			State: PlanPending}
 		if err := db.SavePlan(ctx, pl); err != nil {

@@ -14,8 +14,8 @@ import (
 )
 
 // Plans (docs/design.md §4): a change that needs a person's confirmation is computed without committing and kept as a
-// plan in the database's catalog. A plan is bound to its principal, the exact call (tool and arguments) and the
-// head it was computed on; it expires; it applies at most once, and only while its base is still the head. The
+// plan in the database's catalog. A plan is bound to its principal, the exact change and the head it was computed
+// on; it expires; it applies at most once, and only while its base is still the head. The
 // marker that it was applied is written in the transaction of the revision it commits (docs/security.md §2.4).
 
 // Plan states.
@@ -39,8 +39,8 @@ const plansBucket = "plans"
 type Plan struct {
 	ID              string            `json:"id"`
 	Principal       string            `json:"principal"` // who asked for it: only they may apply it
-	Tool            string            `json:"tool"`
-	Args            json.RawMessage   `json:"args"`             // the call's arguments, exactly as received
+	Op              string            `json:"op"`               // the kind of change: put, patch, promote, delete_branch, …
+	Change          json.RawMessage   `json:"change,omitempty"` // the change itself, as its maker (package gate) replays it
 	Branch          string            `json:"branch,omitempty"` // the branch it changes
 	Target          string            `json:"target,omitempty"` // a branch or snapshot it deletes
 	Base            uint64            `json:"base"`             // the head it was computed on (or the revision the deleted name pointed to)

@@ -34,7 +34,7 @@ func TestDryRunAndPlan(t *testing.T) {
 	}
 
 	now := db.Now()
-	p := Plan{ID: "plan-test", Principal: "agent", Tool: "patch", Branch: Main, Base: base.Revision,
+	p := Plan{ID: "plan-test", Principal: "agent", Op: "patch", Branch: Main, Base: base.Revision,
 		Root: []byte(dry.Preview.RootEncoding()), Created: now, Expires: now.Add(time.Hour), State: PlanPending}
 	if err := db.SavePlan(ctx, p); err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestPlanDeletesAndExpiry(t *testing.T) {
 	db, _ := openTest(t, store.NewMemBackend())
 	b := must(db.CreateBranch(ctx, "feature", Ref{}, "alice"))
 	now := db.Now()
-	p := Plan{ID: "plan-del", Principal: "agent", Tool: "delete_branch", Target: "feature", Base: b.Head,
+	p := Plan{ID: "plan-del", Principal: "agent", Op: "delete_branch", Target: "feature", Base: b.Head,
 		Created: now, Expires: now.Add(time.Hour), State: PlanPending}
 	if err := db.SavePlan(ctx, p); err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestPlanDeletesAndExpiry(t *testing.T) {
 	if _, err := db.GetPlan(ctx, p.ID); err != nil || must(db.GetPlan(ctx, p.ID)).State != PlanApproved {
 		t.Fatal("a refused delete burned the plan")
 	}
-	q := Plan{ID: "plan-short", Principal: "agent", Tool: "delete_branch", Target: "feature", Base: b.Head + 1,
+	q := Plan{ID: "plan-short", Principal: "agent", Op: "delete_branch", Target: "feature", Base: b.Head + 1,
 		Created: db.Now(), Expires: db.Now().Add(3 * time.Second), State: PlanPending}
 	if err := db.SavePlan(ctx, q); err != nil {
 		t.Fatal(err)

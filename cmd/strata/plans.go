@@ -111,7 +111,7 @@ type planJSON struct {
 }
 
 func planOf(p snapshots.Plan, now time.Time, withPreview bool) planJSON {
-	j := planJSON{ID: p.ID, State: p.StateAt(now), Principal: p.Principal, Tool: p.Tool, Branch: p.Branch, Target: p.Target,
+	j := planJSON{ID: p.ID, State: p.StateAt(now), Principal: p.Principal, Tool: p.Op, Branch: p.Branch, Target: p.Target,
 		Base: p.Base, Summary: p.Summary, Counts: p.Counts, Removes: nonNilStrings(p.Removes), Overwrites: nonNilStrings(p.Overwrites),
 		Created: p.Created, Expires: p.Expires, DecidedBy: p.DecidedBy, Reason: p.Reason, Revision: p.Revision}
 	if withPreview {
@@ -185,7 +185,7 @@ func printPlan(w io.Writer, g *globalOptions, p snapshots.Plan, now time.Time) e
 	pt := g.painter(w)
 	fmt.Fprintf(w, "plan %s  (%s)\n", p.ID, p.StateAt(now))
 	fmt.Fprintf(w, "  asked by   %s, %s\n", p.Principal, g.timeText(p.Created))
-	fmt.Fprintf(w, "  change     %s (tool %s)\n", oneLine(p.Summary), p.Tool)
+	fmt.Fprintf(w, "  change     %s (tool %s)\n", oneLine(p.Summary), p.Op)
 	switch {
 	case p.Branch != "":
 		fmt.Fprintf(w, "  on         branch %s at revision %d; it applies only while that is still the head\n", p.Branch, p.Base)

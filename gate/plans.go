@@ -1,0 +1,206 @@
+package gate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/snapshots"
+)
+
+// Plans and confirmation (docs/design.md §4). A plan is confirmed by the client's user (the front end asks, and
+// passes who answered to ApplyPlan), or approved out of band by a person (a reviewer, or the operator at the
+// command line) with DecidePlan. An agent never approves its own plan: DecidePlan refuses the plan's own principal.
+// Applying a plan replays its Change on the plan's base, marks the plan applied in the revision's transaction, and
+// commits only the state it previewed.
+
+// newPlanID draws a plan id: 128 random bits.
+func newPlanID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return "plan-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// planVisible reports whether the principal's scope shows everything a plan touches: its resource and every path
+// of its preview. A plan that reaches a hidden resource is not listed, and cannot be found or decided.
+func (v *View) planVisible(p snapshots.Plan) bool {
+	if !v.a.limited() {
+		return true
+	}
+	var ch Change
+	if len(p.Change) > 0 && json.Unmarshal(p.Change, &ch) == nil && ch.Resource != "" && !v.a.resPermitted(ch.Resource) {
+		return false
+	}
+	for _, o := range p.Preview {
+		for _, path := range []string{o.Path, o.From} {
+			if ptr, err := revision.ParsePointer(path); err == nil && len(ptr) > 0 && !v.a.resPermitted(ptr[0]) {
+				return false
+			}
+		}
+	}
+	for _, path := range append(append([]string{}, p.Removes...), p.Overwrites...) {
+		if ptr, err := revision.ParsePointer(path); err == nil && len(ptr) > 0 && !v.a.resPermitted(ptr[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// MyPlans lists the plans the principal made in the database, oldest first.
+func (v *View) MyPlans(ctx context.Context) ([]snapshots.Plan, error) {
+	all, err := v.db.Plans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var mine []snapshots.Plan
+	for _, p := range all {
+		if p.Principal == v.a.p.Name {
+			mine = append(mine, p)
+		}
+	}
+	return mine, nil
+}
+
+// PlansToReview lists the plans of the database a reviewer (or the operator) may decide, oldest first: every plan
+// whose changes the scope shows, made by someone else.
+func (v *View) PlansToReview(ctx context.Context) ([]snapshots.Plan, error) {
+	if !v.a.p.Review && !v.a.p.Operator {
+		return nil, denied("reviewing plans")
+	}
+	all, err := v.db.Plans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []snapshots.Plan
+	for _, p := range all {
+		if v.planVisible(p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// ReviewPlan returns one plan of the database for a reviewer (or the operator); a plan it may not see is not found.
+func (v *View) ReviewPlan(ctx context.Context, id string) (snapshots.Plan, error) {
+	if !v.a.p.Review && !v.a.p.Operator {
+		return snapshots.Plan{}, denied("reviewing plans")
+	}
+	p, err := v.db.GetPlan(ctx, id)
+	if err == nil && !v.planVisible(p) {
+		return snapshots.Plan{}, planNotFound(id)
+	}
+	return p, err
+}
+
+// DecidePlan approves or rejects a pending plan out of band, as a person: only a reviewer or the operator may, and
+// never on a plan of their own (an agent cannot approve itself). Rejecting tells the plan's principal the reason.
+func (v *View) DecidePlan(ctx context.Context, id string, approve bool, reason string) (snapshots.Plan, error) {
+	recordDatabase(ctx, v.name)
+	callFrom(ctx).note(func(c *Call) { c.planID = id })
+	p, err := v.ReviewPlan(ctx, id)
+	if err != nil {
+		return p, err
+	}
+	if p.Principal == v.a.p.Name {
+		recordDecision(ctx, Deny)
+		return p, denied("deciding one's own plan")
+	}
+	return v.db.DecidePlan(ctx, id, approve, v.a.p.Name, reason)
+}
+
+func planNotFound(id string) error {
+	return &snapshots.NotFoundError{What: "plan", Name: clipID(id), Hint: "plan ids are exact; list the plans to see them"}
+}
+
+func clipID(id string) string {
+	if len(id) > 64 {
+		return id[:64] + "…"
+	}
+	return id
+}
+
+// FindPlan looks for one of the principal's plans among the databases it may see. A plan of another principal, or
+// one in a hidden database, is not found.
+func (a *Actor) FindPlan(ctx context.Context, id string) (*View, snapshots.Plan, error) {
+	callFrom(ctx).note(func(c *Call) { c.planID = id })
+	if !strings.HasPrefix(id, "plan-") || len(id) > 64 {
+		return nil, snapshots.Plan{}, planNotFound(id)
+	}
+	names, err := a.Databases(ctx)
+	if err != nil {
+		return nil, snapshots.Plan{}, err
+	}
+	for _, name := range names {
+		v, err := a.Open(ctx, name)
+		if err != nil {
+			continue
+		}
+		p, err := v.db.GetPlan(ctx, id)
+		if err == nil && p.Principal == a.p.Name {
+			recordDatabase(ctx, name)
+			return v, p, nil
+		}
+	}
+	return nil, snapshots.Plan{}, planNotFound(id)
+}
+
+// CheckApply reports whether the principal can apply a plan now: it is theirs, not finished, not expired, and not
+// rejected (a rejection is DENIED, with the person's reason in the error's Detail).
+func (v *View) CheckApply(p snapshots.Plan) error {
+	if err := snapshots.CheckPlan(p, v.a.p.Name, v.db.Now()); err != nil {
+		if p.State == snapshots.PlanRejected {
+			return &Error{code: CodeDenied, Msg: fmt.Sprintf("plan %s was rejected by %s; nothing was written", p.ID, p.DecidedBy),
+				Detail: p.Reason, Hint: "the reason is in detail; change your approach, or plan again if the person asks for it", Err: ErrDenied}
+		}
+		return err
+	}
+	return nil
+}
+
+// ApplyPlan commits one of the principal's plans exactly as it was previewed. A pending plan needs confirmedBy: who
+// confirmed it through the client (the front end asked the client's user); an approved one needs nothing more.
+// It commits only while the plan's base is still the head of its branch (else PLAN_CHANGED, and the plan stays),
+// before it expires, and once.
+func (v *View) ApplyPlan(ctx context.Context, p snapshots.Plan, confirmedBy string) (*Outcome, error) {
+	if err := v.CheckApply(p); err != nil {
+		return nil, err
+	}
+	if p.State == snapshots.PlanPending && confirmedBy == "" {
+		return nil, &Error{code: CodeConfirmationRequired, Err: ErrConfirmationRequired,
+			Msg: fmt.Sprintf("plan %s needs a person's confirmation and has none; nothing was written", p.ID)}
+	}
+	ch, err := PlanChange(p)
+	if err != nil {
+		return nil, err
+	}
+	out, err := v.write(ctx, ch, &applying{plan: p, confirmedBy: confirmedBy})
+	if err == nil && out.Plan != nil {
+		return nil, fmt.Errorf("plan %s: the change made a plan again instead of applying it", p.ID)
+	}
+	return out, v.writeErr(ctx, err)
+}
+
+// PlanChange is the change a plan commits.
+func PlanChange(p snapshots.Plan) (Change, error) {
+	var ch Change
+	if err := json.Unmarshal(p.Change, &ch); err != nil || ch.Op != p.Op {
+		return Change{}, fmt.Errorf("%w: plan %s holds no change this server can apply; plan the change again", snapshots.ErrPlanChanged, p.ID)
+	}
+	return ch, nil
+}
+
+// DeclinePlan ends one of the principal's pending plans that the client's user declined when asked to confirm it;
+// by names who declined ("the user of CLIENT").
+func (v *View) DeclinePlan(ctx context.Context, p snapshots.Plan, by string) error {
+	if p.Principal != v.a.p.Name {
+		return planNotFound(p.ID)
+	}
+	_, err := v.db.RejectPlan(ctx, p.ID, by, "declined when asked to confirm")
+	return err
+}

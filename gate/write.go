@@ -1,0 +1,675 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/snapshots"
+	"github.com/strata-db/strata/store"
+)
+
+// Writes under the policy (docs/design.md §4). Every write has a class — read, write (an unprotected branch),
+// protected (a protected branch; deleting a snapshot or branch another principal created), admin (creating a
+// database) — and the principal's policy allows it, asks (the write becomes a plan a person confirms) or denies it.
+// A plan is computed on a dry run of the write on the branch head and kept in the database with its change, in the
+// library's terms (Change), so that applying it commits exactly what was previewed.
+
+// The operations of a Change.
+const (
+	OpPut            = "put"       // Resource becomes Value
+	OpInsert         = "insert"    // RFC 6902 add of Value at Path
+	OpUpdate         = "update"    // RFC 6902 replace with Value at Path
+	OpDelete         = "delete"    // RFC 6902 remove at Path; the whole resource at ""
+	OpPatch          = "patch"     // the RFC 6902 document Patch
+	OpTransform      = "transform" // Resource becomes the one output of Program (with Params)
+	OpRestore        = "restore"   // the value at Path becomes what it was at From
+	OpRevert         = "revert"    // Branch's whole state becomes Target's
+	OpPromote        = "promote"   // Source's changes come into Branch
+	OpDeleteBranch   = "delete_branch"
+	OpDeleteSnapshot = "delete_snapshot"
+)
+
+// Change is one write, in the library's terms. It is what a plan keeps: applying the plan makes the same change
+// again, on the plan's base, and checks that it commits the previewed state.
+type Change struct {
+	Op       string          `json:"op"`
+	Resource string          `json:"resource,omitempty"`
+	Path     string          `json:"path,omitempty"` // a JSON Pointer inside the resource
+	Value    json.RawMessage `json:"value,omitempty"`
+	Patch    json.RawMessage `json:"patch,omitempty"`   // OpPatch: the RFC 6902 document, as received
+	Program  string          `json:"program,omitempty"` // OpTransform
+	Params   json.RawMessage `json:"params,omitempty"`  // OpTransform: a JSON object of $name values
+	From     *snapshots.Ref  `json:"from,omitempty"`    // OpRestore
+	Target   *snapshots.Ref  `json:"target,omitempty"`  // OpRevert
+	Source   string          `json:"source,omitempty"`  // OpPromote: the branch brought in
+	Name     string          `json:"name,omitempty"`    // OpDeleteBranch, OpDeleteSnapshot
+
+	// Branch is the branch written (default main; for a promote, the branch brought into).
+	Branch string `json:"branch,omitempty"`
+	// ExpectedHead refuses the write with a conflict unless the branch head is this revision.
+	ExpectedHead uint64 `json:"expected_head,omitempty"`
+	Message      string `json:"message,omitempty"`
+	// IdempotencyKey makes a retried write return the original result instead of committing twice. Keys are the
+	// principal's own.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Tool names the front end's tool or command, recorded with the revision ("put", "cli import").
+	Tool string `json:"tool,omitempty"`
+}
+
+// Summary says in a few words what the change does (a plan's summary; the answers, the review page show it).
+func (ch *Change) Summary() string {
+	res := ch.Resource + ch.Path
+	switch ch.Op {
+	case OpPut:
+		return "put " + res
+	case OpInsert:
+		return "insert at " + res
+	case OpUpdate:
+		return "update at " + res
+	case OpDelete:
+		return "delete at " + res
+	case OpPatch:
+		ops, _ := revision.ParsePatch(ch.Patch)
+		return fmt.Sprintf("patch of %s (%d operation(s))", ch.Resource, len(ops))
+	case OpTransform:
+		return "transform of " + ch.Resource
+	case OpRestore:
+		return "restore of " + res
+	case OpRevert:
+		return "revert of " + branchOr(ch.Branch) + " to " + ch.Target.String()
+	case OpPromote:
+		return fmt.Sprintf("promote %s into %s", ch.Source, branchOr(ch.Branch))
+	}
+	return ch.Op
+}
+
+func branchOr(b string) string {
+	if b == "" {
+		return snapshots.Main
+	}
+	return b
+}
+
+// Outcome is what a write did: it committed (Result), deleted a name (Branch or Label), or needs a person's
+// confirmation and wrote nothing (Plan).
+type Outcome struct {
+	Result  *snapshots.Result        // the revision committed (or the head, when Unchanged or Replayed)
+	Promote *snapshots.PromoteResult // for a promote: how it merged (Result is its Result)
+	Branch  *store.BranchRecord      // OpDeleteBranch: the branch deleted
+	Label   *store.LabelRecord       // OpDeleteSnapshot: the snapshot deleted
+	Plan    *PlanMade                // the change needs a person's confirmation: nothing was written
+}
+
+// PlanMade is a plan a write made: the plan as stored, and its preview.
+type PlanMade struct {
+	Plan snapshots.Plan
+	// Preview is the diff the plan would commit, from its base (up to previewOps operations; Truncated past
+	// them). nil for a deletion of a name, which changes no document.
+	Preview *revision.DiffResult
+}
+
+// previewOps bounds the operations a plan's preview computes.
+const previewOps = 10_000
+
+// maxPlanPaths bounds the removes and overwrites lists a plan keeps.
+const maxPlanPaths = 100
+
+// applying is a confirmed plan being carried out: the write it replays commits on the plan's base, consumes the
+// plan in its transaction, and must produce the previewed root.
+type applying struct {
+	plan        snapshots.Plan
+	confirmedBy string // who confirmed a pending plan through the client; empty when it was approved out of band
+}
+
+// decide is the policy's decision for a class.
+func (a *Actor) decide(class string) string { return a.p.Policy.Decision(class) }
+
+// checkAudit refuses writes while the audit log cannot be appended to (fail closed).
+func (g *Gate) checkAudit() error {
+	if g.audit == nil {
+		return nil
+	}
+	// A record that could not be appended (the disk full, say) keeps writes refused until one is appended again.
+	err := g.audit.Check()
+	if err == nil && g.auditFailed.Load() {
+		err = errors.New("the last audit record could not be appended")
+	}
+	if err != nil {
+		g.log.Error("audit log unusable: refusing writes", "err", err)
+		return Errorf(CodeUnavailable, "the audit log cannot be written, so no write runs until it can; nothing was written").
+			WithHint("tell the operator: the server's log says why")
+	}
+	return nil
+}
+
+// CreateDatabase makes a new database (class admin: allowed or denied, never a plan).
+func (a *Actor) CreateDatabase(ctx context.Context, name string) (*View, error) {
+	if err := a.g.checkAudit(); err != nil {
+		return nil, err
+	}
+	if a.decide(ClassAdmin) != Allow {
+		return nil, denied("create_database")
+	}
+	if a.limited() && !a.dbPermitted(name) {
+		return nil, a.missingDatabase(ctx, name) // a hidden name answers as a missing one, even here
+	}
+	db, err := a.g.dir.Create(ctx, name, a.p.Name)
+	if err != nil {
+		return nil, err
+	}
+	recordDatabase(ctx, name)
+	if st, err := db.Resolve(ctx, snapshots.Ref{}); err == nil {
+		recordRevision(ctx, &snapshots.Result{Revision: st.Rev.Number})
+	}
+	return &View{a: a, name: name, db: db}, nil
+}
+
+// CreateBranch makes a branch at a state the principal may see. A new branch changes no data: it is of class write
+// whatever its name.
+func (v *View) CreateBranch(ctx context.Context, name string, from snapshots.Ref) (store.BranchRecord, error) {
+	if err := v.a.g.checkAudit(); err != nil {
+		return store.BranchRecord{}, err
+	}
+	if v.a.decide(ClassWrite) != Allow {
+		return store.BranchRecord{}, denied("create_branch")
+	}
+	if err := v.checkRef(ctx, from); err != nil {
+		return store.BranchRecord{}, err
+	}
+	b, err := v.db.CreateBranch(ctx, name, from, v.a.p.Name)
+	return b, v.writeErr(ctx, err)
+}
+
+// CreateSnapshot names a state the principal may see (class write).
+func (v *View) CreateSnapshot(ctx context.Context, name string, at snapshots.Ref, note string) (store.LabelRecord, error) {
+	if err := v.a.g.checkAudit(); err != nil {
+		return store.LabelRecord{}, err
+	}
+	if v.a.decide(ClassWrite) != Allow {
+		return store.LabelRecord{}, denied("create_snapshot")
+	}
+	if err := v.checkRef(ctx, at); err != nil {
+		return store.LabelRecord{}, err
+	}
+	l, err := v.db.CreateSnapshot(ctx, name, at, note, v.a.p.Name)
+	return l, v.writeErr(ctx, err)
+}
+
+// checkRef answers a revision number the scope hides (one that changed only hidden resources) exactly as a
+// revision that does not exist.
+func (v *View) checkRef(ctx context.Context, ref snapshots.Ref) error {
+	if !v.a.limited() || ref.Revision == 0 {
+		return nil
+	}
+	st, err := v.db.Resolve(ctx, snapshots.Ref{Revision: ref.Revision})
+	if err == nil && !v.revisionVisible(st.Rev) {
+		return v.missingRevision(ctx, ref.Revision)
+	}
+	return nil
+}
+
+// writeErr keeps hidden names out of a write's error: a missing name's suggestions are permitted names only.
+func (v *View) writeErr(ctx context.Context, err error) error {
+	var nf *snapshots.NotFoundError
+	if err == nil || !v.a.limited() || !errors.As(err, &nf) {
+		return err
+	}
+	switch nf.What {
+	case "database":
+		return v.a.dbErr(ctx, err)
+	case "resource":
+		cp := *nf
+		cp.DidYouMean = v.permittedOnly(nf.DidYouMean)
+		if len(cp.DidYouMean) == 0 {
+			cp.DidYouMean = nil
+		}
+		return &cp
+	}
+	return err
+}
+
+// Write makes a change under the principal's policy: it commits, is refused, or becomes a plan.
+func (v *View) Write(ctx context.Context, ch Change) (*Outcome, error) {
+	out, err := v.write(ctx, ch, nil)
+	return out, v.writeErr(ctx, err)
+}
+
+func (v *View) write(ctx context.Context, ch Change, ap *applying) (*Outcome, error) {
+	if err := v.a.g.checkAudit(); err != nil {
+		return nil, err
+	}
+	if err := v.checkChange(ctx, ch); err != nil {
+		return nil, err
+	}
+	switch ch.Op {
+	case OpDeleteBranch:
+		return v.deleteName(ctx, ch, ap, "branch")
+	case OpDeleteSnapshot:
+		return v.deleteName(ctx, ch, ap, "snapshot")
+	}
+	var pr *snapshots.PromoteResult
+	do, err := v.doer(ctx, ch, &pr)
+	if err != nil {
+		return nil, err
+	}
+	r, plan, err := v.commitUnderPolicy(ctx, ch, ap, do)
+	if plan != nil {
+		return &Outcome{Plan: plan}, nil
+	}
+	if ch.Op == OpPromote && pr == nil && r != nil {
+		pr = &snapshots.PromoteResult{Result: r} // an unchanged or replayed promote
+	}
+	if err != nil {
+		if pr != nil && len(pr.Conflicts) > 0 {
+			return &Outcome{Promote: pr}, err
+		}
+		return nil, err
+	}
+	recordRevision(ctx, r)
+	return &Outcome{Result: r, Promote: pr}, nil
+}
+
+// checkChange refuses a change that names something the scope hides: a hidden resource answers as a missing one,
+// and a hidden revision number as one that does not exist.
+func (v *View) checkChange(ctx context.Context, ch Change) error {
+	switch ch.Op {
+	case OpPut, OpInsert, OpUpdate, OpDelete, OpPatch, OpTransform, OpRestore, OpRevert, OpPromote, OpDeleteBranch, OpDeleteSnapshot:
+	default:
+		return fmt.Errorf("%w: unknown change %q", snapshots.ErrInvalidArgument, ch.Op)
+	}
+	if !v.a.limited() {
+		return nil
+	}
+	if ch.Resource != "" && !v.a.resPermitted(ch.Resource) {
+		if err := snapshots.ValidResourceName(ch.Resource); err != nil {
+			return err
+		}
+		return &snapshots.NotFoundError{What: "resource", Name: ch.Resource}
+	}
+	for _, ref := range []*snapshots.Ref{ch.From, ch.Target} {
+		if ref != nil {
+			if err := v.checkRef(ctx, *ref); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeOptions are the library's write options for a change.
+func (v *View) writeOptions(ch Change) snapshots.WriteOptions {
+	w := snapshots.WriteOptions{Branch: ch.Branch, ExpectedHead: ch.ExpectedHead, Message: ch.Message, Author: v.a.p.Name, Tool: ch.Tool}
+	if ch.IdempotencyKey != "" {
+		// Keys are the caller's own: two principals that happen to pick the same key do not get each other's results.
+		w.IdempotencyKey = "mcp\x00" + v.a.p.Name + "\x00" + ch.IdempotencyKey
+	}
+	return w
+}
+
+// doer returns the function that makes a change with given write options (a dry run, or the commit). A promote's
+// result is left in *pr.
+func (v *View) doer(ctx context.Context, ch Change, pr **snapshots.PromoteResult) (func(w snapshots.WriteOptions) (*snapshots.Result, error), error) {
+	db, res := v.db, ch.Resource
+	ptr, err := revision.ParsePointer(ch.Path)
+	if err != nil {
+		return nil, err
+	}
+	patchOp := func(op string, value json.RawMessage) func(w snapshots.WriteOptions) (*snapshots.Result, error) {
+		return func(w snapshots.WriteOptions) (*snapshots.Result, error) {
+			return db.Patch(ctx, res, []revision.Operation{{Op: op, Path: ptr.String(), Value: value, HasValue: value != nil}}, w)
+		}
+	}
+	switch ch.Op {
+	case OpPut:
+		return func(w snapshots.WriteOptions) (*snapshots.Result, error) { return db.Put(ctx, res, ch.Value, w) }, nil
+	case OpInsert:
+		if len(ptr) == 0 {
+			return func(w snapshots.WriteOptions) (*snapshots.Result, error) { return db.Put(ctx, res, ch.Value, w) }, nil
+		}
+		return patchOp("add", ch.Value), nil
+	case OpUpdate:
+		return patchOp("replace", ch.Value), nil
+	case OpDelete:
+		if len(ptr) == 0 {
+			return func(w snapshots.WriteOptions) (*snapshots.Result, error) { return db.DeleteResource(ctx, res, w) }, nil
+		}
+		return patchOp("remove", nil), nil
+	case OpPatch:
+		ops, err := revision.ParsePatch(ch.Patch)
+		if err != nil {
+			return nil, err
+		}
+		return func(w snapshots.WriteOptions) (*snapshots.Result, error) { return db.Patch(ctx, res, ops, w) }, nil
+	case OpTransform:
+		params, err := paramsOf(ch.Params)
+		if err != nil {
+			return nil, err
+		}
+		return func(w snapshots.WriteOptions) (*snapshots.Result, error) {
+			return v.a.g.engine.TransformResource(ctx, db, res, ch.Program, params, w)
+		}, nil
+	case OpRestore:
+		if ch.From == nil {
+			return nil, fmt.Errorf("%w: a restore needs the state to restore from", snapshots.ErrInvalidArgument)
+		}
+		return func(w snapshots.WriteOptions) (*snapshots.Result, error) {
+			return db.Restore(ctx, res, ptr, *ch.From, w)
+		}, nil
+	case OpRevert:
+		if ch.Target == nil {
+			return nil, fmt.Errorf("%w: a revert needs the state to return to", snapshots.ErrInvalidArgument)
+		}
+		return func(w snapshots.WriteOptions) (*snapshots.Result, error) { return db.Revert(ctx, *ch.Target, w) }, nil
+	case OpPromote:
+		return func(w snapshots.WriteOptions) (*snapshots.Result, error) {
+			var err error
+			*pr, err = db.Promote(ctx, ch.Source, branchOr(ch.Branch), w)
+			if err != nil {
+				return nil, err
+			}
+			return (*pr).Result, nil
+		}, nil
+	}
+	return nil, fmt.Errorf("%w: unknown change %q", snapshots.ErrInvalidArgument, ch.Op)
+}
+
+// paramsOf decodes a transform's parameters: a JSON object whose members keep their exact text.
+func paramsOf(raw json.RawMessage) (map[string]any, error) {
+	ps := map[string]any{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return ps, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%w: params must be a JSON object: %v", snapshots.ErrInvalidArgument, err)
+	}
+	for k, v := range m {
+		ps[k] = v
+	}
+	return ps, nil
+}
+
+// commitUnderPolicy carries out every write that commits a revision under the policy: do makes the write with the
+// options it is given. It returns the committed result or a plan.
+func (v *View) commitUnderPolicy(ctx context.Context, ch Change, ap *applying, do func(w snapshots.WriteOptions) (*snapshots.Result, error)) (*snapshots.Result, *PlanMade, error) {
+	w := v.writeOptions(ch)
+	branch := branchOr(w.Branch)
+	class := ClassWrite
+	if v.a.p.Protects(branch) {
+		class = ClassProtected
+	}
+	d := v.a.decide(class)
+	if d == Deny { // also for a plan made before the operator's policy changed
+		recordDecision(ctx, Deny)
+		if class == ClassProtected {
+			return nil, nil, denied(fmt.Sprintf("%s on protected branch %s", ch.Op, branch))
+		}
+		return nil, nil, denied(ch.Op)
+	}
+	if ap != nil {
+		w.ExpectedHead = ap.plan.Base
+		// The plan's own key: a key the caller reused since (on another write) must not answer for the plan, and a
+		// retried apply replays its own revision.
+		w.IdempotencyKey = "plan\x00" + ap.plan.ID
+	}
+	if v.a.limited() && (ch.Op == OpRevert || ch.Op == OpPromote) {
+		// These change whole states: check, on a dry run, that the change stays within the scope, and commit it on
+		// the head it was checked on.
+		pw := w
+		pw.DryRun = true
+		r, err := do(pw)
+		if err != nil || r.Preview == nil {
+			if ap != nil {
+				return r, nil, planChanged(err, ap.plan)
+			}
+			return r, nil, err
+		}
+		if r != nil && slices.ContainsFunc(r.Resources, func(n string) bool { return !v.a.resPermitted(n) }) {
+			return nil, nil, denied(ch.Op + " of a state that differs outside your scope")
+		}
+		// Commit exactly what was checked (a promote's source branch may move in between), on the head checked.
+		w.ExpectedHead = r.Preview.Base.Rev.Number // the caller's, if it gave one (the dry run checked it)
+		w.InTx = snapshots.ExpectRoot([]byte(r.Preview.RootEncoding()))
+	}
+	if ap != nil {
+		w.InTx = snapshots.BothInTx(w.InTx, v.db.ConsumePlan(ap.plan.ID, v.a.p.Name, ap.confirmedBy))
+		r, err := do(w)
+		if err == nil && r.Replayed {
+			// Another apply of this plan committed it (its key is the plan's own): it applies once.
+			return nil, nil, fmt.Errorf("%w: plan %s was already applied, as revision %d; a plan applies once", snapshots.ErrConflict, ap.plan.ID, r.Revision)
+		}
+		return r, nil, planChanged(err, ap.plan)
+	}
+	if d == Allow {
+		recordDecision(ctx, Allow)
+		r, err := do(w)
+		return r, nil, err
+	}
+	// Ask: compute the change without committing it.
+	callerHead := w.ExpectedHead
+	for attempt := 0; attempt < 5; attempt++ {
+		pw := w
+		pw.DryRun = true
+		r, err := do(pw)
+		if err != nil || r.Preview == nil {
+			return r, nil, err // refused, a replay of an earlier write with this idempotency key, or no change at all
+		}
+		diff, err := r.Preview.Diff(ctx, &revision.DiffOptions{MaxOps: previewOps})
+		if err != nil {
+			return nil, nil, err
+		}
+		if class == ClassProtected && v.a.p.Mode == WritesOn && v.a.decide(ClassWrite) == Allow && additive(diff) {
+			// Mode on lets a change to a protected branch through when it only adds: commit exactly what was checked,
+			// on the head it was checked on. The commit must produce the root checked: a promote's source branch, or
+			// a program that reads the clock, could make it something else.
+			pinned := w
+			pinned.ExpectedHead = r.Preview.Base.Rev.Number
+			pinned.InTx = snapshots.BothInTx(w.InTx, snapshots.ExpectRoot([]byte(r.Preview.RootEncoding())))
+			res, err := do(pinned)
+			var ce *snapshots.ConflictError
+			if callerHead == 0 && errors.As(err, &ce) && ce.Msg == "" && ce.Branch != "" {
+				continue // the branch moved since the check: check again on its new head
+			}
+			if errors.Is(err, snapshots.ErrPlanChanged) {
+				continue // it would have committed something else: check again
+			}
+			recordDecision(ctx, Allow)
+			return res, nil, err
+		}
+		p, err := v.savePlan(ctx, ch, snapshots.Plan{Branch: branch, Base: r.Preview.Base.Rev.Number,
+			Root: []byte(r.Preview.RootEncoding())}, diff)
+		return nil, p, err
+	}
+	return nil, nil, Errorf(CodeConflict, "branch %s kept moving while this write was being checked; nothing was written", branch).
+		WithHint("retry")
+}
+
+// additive reports whether a change only adds.
+func additive(d *revision.DiffResult) bool {
+	return !d.Truncated && d.Counts.Removed == 0 && d.Counts.Replaced == 0 && d.Counts.Moved == 0
+}
+
+// planChanged turns the refusal of a plan's write because its branch moved into PLAN_CHANGED.
+func planChanged(err error, p snapshots.Plan) error {
+	var ce *snapshots.ConflictError
+	if errors.As(err, &ce) && ce.Msg == "" && ce.Branch != "" {
+		return fmt.Errorf("%w: branch %s is at revision %d now, not %d as when plan %s was made; nothing was written",
+			snapshots.ErrPlanChanged, ce.Branch, ce.Head, p.Base, p.ID)
+	}
+	return err
+}
+
+// deleteName deletes the branch or snapshot (kind) ch.Name under the policy: deleting one that another principal
+// created, or a protected branch, is of class protected (a plan to confirm, by default); deleting one's own is a
+// write, checked again in the deleting transaction.
+func (v *View) deleteName(ctx context.Context, ch Change, ap *applying, kind string) (*Outcome, error) {
+	name, db := ch.Name, v.db
+	result := func(b store.BranchRecord, l store.LabelRecord, err error) (*Outcome, error) {
+		if err != nil {
+			return nil, err
+		}
+		if kind == "branch" {
+			return &Outcome{Branch: &b}, nil
+		}
+		return &Outcome{Label: &l}, nil
+	}
+	del := func(owner string) (*Outcome, error) {
+		if kind == "branch" {
+			b, err := db.DeleteBranchOf(ctx, name, owner)
+			return result(b, store.LabelRecord{}, err)
+		}
+		l, err := db.DeleteSnapshotOf(ctx, name, owner)
+		return result(store.BranchRecord{}, l, err)
+	}
+	if ap != nil {
+		if v.a.decide(ClassProtected) == Deny { // the policy changed since the plan was made
+			return nil, denied("delete_" + kind + " of " + name)
+		}
+		if kind == "branch" {
+			b, err := db.DeleteBranchForPlan(ctx, name, ap.plan.Base, ap.plan.ID, v.a.p.Name, ap.confirmedBy)
+			return result(b, store.LabelRecord{}, err)
+		}
+		l, err := db.DeleteSnapshotForPlan(ctx, name, ap.plan.Base, ap.plan.ID, v.a.p.Name, ap.confirmedBy)
+		return result(store.BranchRecord{}, l, err)
+	}
+	class, base, found := ClassWrite, uint64(0), false
+	if kind == "branch" {
+		bs, err := db.Branches(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bs {
+			if b.Name == name {
+				found, base = true, b.Head
+				if b.Creator != v.a.p.Name || v.a.p.Protects(name) {
+					class = ClassProtected
+				}
+			}
+		}
+	} else {
+		ls, err := db.Snapshots(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range ls {
+			if l.Name == name {
+				found, base = true, l.Revision
+				if l.Creator != v.a.p.Name {
+					class = ClassProtected
+				}
+			}
+		}
+	}
+	switch v.a.decide(class) {
+	case Deny:
+		recordDecision(ctx, Deny)
+		return nil, denied("delete_" + kind + " of " + name)
+	case Allow:
+		recordDecision(ctx, Allow)
+		// Deleting one's own is checked again where it happens: the name may have been recreated by someone else.
+		owner := ""
+		if class == ClassWrite {
+			owner = v.a.p.Name
+		}
+		return del(owner)
+	}
+	if !found || (kind == "branch" && name == snapshots.Main) {
+		return del("") // the library says what is wrong
+	}
+	p, err := v.savePlan(ctx, ch, snapshots.Plan{Target: name, Base: base,
+		Summary: fmt.Sprintf("delete %s %s (at revision %d)", kind, name, base)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{Plan: p}, nil
+}
+
+// savePlan stores a plan for a change, with its preview d (nil for a plan that changes no document).
+func (v *View) savePlan(ctx context.Context, ch Change, p snapshots.Plan, d *revision.DiffResult) (*PlanMade, error) {
+	change, err := json.Marshal(ch)
+	if err != nil {
+		return nil, err
+	}
+	now := v.db.Now().UTC()
+	p.ID, p.Principal, p.Op, p.Change = newPlanID(), v.a.p.Name, ch.Op, change
+	if p.Summary == "" {
+		p.Summary = ch.Summary()
+	}
+	p.Created, p.Expires, p.State = now, now.Add(v.a.p.PlanTTL), snapshots.PlanPending
+	p.Removes, p.Overwrites = []string{}, []string{}
+	if d != nil {
+		p.Counts = d.Counts
+		for _, o := range d.Operations {
+			switch {
+			case o.Op == "remove" && len(p.Removes) < maxPlanPaths:
+				p.Removes = append(p.Removes, o.Path)
+			case o.Op == "move" && len(p.Removes) < maxPlanPaths:
+				p.Removes = append(p.Removes, o.From)
+			case o.Op == "replace" && len(p.Overwrites) < maxPlanPaths:
+				p.Overwrites = append(p.Overwrites, o.Path)
+			}
+		}
+		// The plan keeps the first operations, for a person reviewing it (strata plans DB ID, the review page).
+		p.Preview, p.PreviewComplete = keepOps(d.Operations, 64<<10)
+		p.PreviewComplete = p.PreviewComplete && !d.Truncated
+	}
+	if err := v.db.SavePlan(ctx, p); err != nil {
+		return nil, err
+	}
+	recordPlan(ctx, p.ID)
+	return &PlanMade{Plan: p, Preview: d}, nil
+}
+
+// keepOps keeps the first operations while their JSON fits budget bytes; complete reports that all fit. A value too
+// big for a quarter of the budget is replaced by an $elided marker, so that one huge value never stops the list.
+func keepOps(ops []revision.DiffOp, budget int) (kept []revision.DiffOp, complete bool) {
+	used := 0
+	perValue := max(budget/4, 200)
+	for _, o := range ops {
+		for _, v := range []*json.RawMessage{&o.Value, &o.OldValue} {
+			if *v != nil && len(*v) > perValue {
+				*v = ElidedRaw(*v, o.Path)
+			}
+		}
+		b, _ := json.Marshal(o)
+		if used+len(b)+1 > budget {
+			return kept, false
+		}
+		used += len(b) + 1
+		kept = append(kept, o)
+	}
+	return kept, true
+}
+
+// Elided is the marker that stands for a value left out: its kind, where it is, its member or element count when
+// known, and its size as JSON.
+type Elided struct {
+	Elided string `json:"$elided"`
+	Path   string `json:"path"`
+	Count  uint64 `json:"count,omitempty"`
+	Bytes  uint64 `json:"bytes"`
+}
+
+// ElidedRaw is the marker for a raw JSON value left out.
+func ElidedRaw(raw json.RawMessage, p string) json.RawMessage {
+	kind := "string"
+	switch raw[0] {
+	case '{':
+		kind = "object"
+	case '[':
+		kind = "array"
+	case 't', 'f':
+		kind = "boolean"
+	case 'n':
+		kind = "null"
+	case '"':
+	default:
+		kind = "number"
+	}
+	b, _ := json.Marshal(Elided{Elided: kind, Path: p, Bytes: uint64(len(raw))})
+	return b
+}
