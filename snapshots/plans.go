@@ -38,7 +38,7 @@ const plansBucket = "plans"
 // Plan is a change waiting for a confirmation.
 type Plan struct {
 	ID              string            `json:"id"`
-	Principal       string            `json:"principal"` // who asked for it: only they may apply it
+	Principal       string            `json:"principal"`        // who asked for it: only they may apply it
 	Op              string            `json:"op"`               // the kind of change: put, patch, promote, delete_branch, …
 	Change          json.RawMessage   `json:"change,omitempty"` // the change itself, as its maker (package gate) replays it
 	Branch          string            `json:"branch,omitempty"` // the branch it changes
