@@ -28,9 +28,10 @@ import (
 const EnvURL = "STRATA_TEST_POSTGRES"
 
 var shared struct {
-	once sync.Once
-	base string // the URL of the database tests make their schemas in
-	err  error
+	once    sync.Once
+	base    string // the URL of the database tests make their schemas in
+	missing error  // PostgreSQL is not installed
+	err     error  // it is, and would not start
 }
 
 // Unavailable fails the test under CI, or skips it, saying why PostgreSQL is not there and how to provide it.
@@ -51,9 +52,14 @@ func base(t testing.TB) string {
 			shared.base = u
 			return
 		}
+		bins, err := pgserver.FindBins()
+		if err != nil {
+			shared.missing = err
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		srv, err := pgserver.Start(ctx, "", nil)
+		srv, err := pgserver.Start(ctx, "", &pgserver.Options{Bins: &bins})
 		if err != nil {
 			shared.err = err
 			return
@@ -61,8 +67,11 @@ func base(t testing.TB) string {
 		// The server is stopped, and its directory removed, when the test binary exits (see pgserver).
 		shared.base = srv.URL("postgres")
 	})
+	if shared.missing != nil {
+		Unavailable(t, shared.missing.Error())
+	}
 	if shared.err != nil {
-		Unavailable(t, shared.err.Error())
+		t.Fatalf("starting a throwaway PostgreSQL: %v", shared.err)
 	}
 	return shared.base
 }
@@ -132,11 +141,15 @@ func redact(rawURL string) string {
 // needs the PostgreSQL binaries, even when STRATA_TEST_POSTGRES is set.
 func Server(t testing.TB) *pgserver.Server {
 	t.Helper()
+	bins, err := pgserver.FindBins()
+	if err != nil {
+		Unavailable(t, fmt.Sprintf("this test stops or restarts a server of its own, which needs the PostgreSQL binaries: %v", err))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := pgserver.Start(ctx, "", nil)
+	srv, err := pgserver.Start(ctx, "", &pgserver.Options{Bins: &bins})
 	if err != nil {
-		Unavailable(t, fmt.Sprintf("a private server (this test stops or restarts it) could not be started: %v", err))
+		t.Fatalf("starting a throwaway PostgreSQL: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := srv.Stop(); err != nil {
