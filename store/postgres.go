@@ -26,8 +26,8 @@ import (
 // search_path selects), in a handful of tables keyed by a database id:
 //
 //	strata_schema     the schema version (one row)
-//	strata_databases  id, name, creation time, last revision, next id, node count, stored bytes and commit count:
-//	                  the row every
+//	strata_databases  id, name, creation time, last revision, next id, node count, stored bytes of nodes and of
+//	                  revision records, commit count: the row every
 //	                  write of the database locks first (SELECT … FOR UPDATE), so that the writers of one database,
 //	                  in any number of processes, take turns, and revision numbers stay gap-free
 //	strata_nodes      (db, hash) → the node as bbolt stores it (codec byte + S2 block); put-if-absent
@@ -294,6 +294,7 @@ var migrations = [][]string{{
 		next_id bigint NOT NULL DEFAULT 0,
 		nodes bigint NOT NULL DEFAULT 0,
 		node_bytes bigint NOT NULL DEFAULT 0,
+		rev_bytes bigint NOT NULL DEFAULT 0,
 		commits bigint NOT NULL DEFAULT 0
 	)`,
 	`CREATE TABLE strata_nodes (db bigint NOT NULL, hash bytea NOT NULL, data bytea NOT NULL, PRIMARY KEY (db, hash))`,

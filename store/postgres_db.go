@@ -79,6 +79,7 @@ type pgCat struct {
 	wrote          bool
 	last, nextID   uint64 // as the locked row says, and as this transaction leaves them
 	dNodes, dBytes int64  // node count and stored bytes added (or, negative, removed)
+	dRevBytes      int64  // revision record bytes added or removed
 	commits        int64  // the database's commit counter before this transaction
 }
 
@@ -274,8 +275,8 @@ func (c *pgCat) commit() error {
 		b.Queue(s.sql, s.args...)
 	}
 	c.pending = nil
-	b.Queue("UPDATE strata_databases SET last_rev = $2, next_id = $3, nodes = nodes + $4, node_bytes = node_bytes + $5, commits = $6 WHERE id = $1",
-		d.id, int64(c.last), int64(c.nextID), c.dNodes, c.dBytes, c.commits+1)
+	b.Queue("UPDATE strata_databases SET last_rev = $2, next_id = $3, nodes = nodes + $4, node_bytes = node_bytes + $5, rev_bytes = rev_bytes + $6, commits = $7 WHERE id = $1",
+		d.id, int64(c.last), int64(c.nextID), c.dNodes, c.dBytes, c.dRevBytes, c.commits+1)
 	if d.p.notify {
 		b.Queue("SELECT pg_notify($1, $2)", notifyChannel, notice(d.id, c.commits+1, c.last))
 	}
@@ -419,9 +420,13 @@ func (d *PostgresDB) NodeHashes(ctx context.Context, after *Hash, limit int) ([]
 
 // PostgresStats describes a database in PostgreSQL.
 type PostgresStats struct {
-	Nodes     int64 // nodes stored
-	NodeBytes int64 // their stored (compressed) bytes: what the database's content occupies, before PostgreSQL's overhead
+	Nodes         int64 // nodes stored
+	NodeBytes     int64 // their stored (compressed) bytes
+	RevisionBytes int64 // the revision records' bytes (small values live in them, inline in the root)
 }
+
+// Bytes is what the database's content occupies, before PostgreSQL's own overhead (row headers, indexes, WAL).
+func (s PostgresStats) Bytes() int64 { return s.NodeBytes + s.RevisionBytes }
 
 // Stats returns the node count and stored bytes, kept up to date by every write.
 func (d *PostgresDB) Stats(ctx context.Context) (PostgresStats, error) {
@@ -429,7 +434,7 @@ func (d *PostgresDB) Stats(ctx context.Context) (PostgresStats, error) {
 		return PostgresStats{}, err
 	}
 	var st PostgresStats
-	err := d.p.pool.QueryRow(ctx, "SELECT nodes, node_bytes FROM strata_databases WHERE id = $1", d.id).Scan(&st.Nodes, &st.NodeBytes)
+	err := d.p.pool.QueryRow(ctx, "SELECT nodes, node_bytes, rev_bytes FROM strata_databases WHERE id = $1", d.id).Scan(&st.Nodes, &st.NodeBytes, &st.RevisionBytes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, d.dropped()
 	}
@@ -754,6 +759,7 @@ func (c *pgCat) AddRevision(r RevisionRecord) error {
 	}
 	c.queue("INSERT INTO strata_revs (db, n, rec) VALUES ($1, $2, $3)", c.d.id, int64(r.Number), raw)
 	c.last = r.Number
+	c.dRevBytes += int64(len(raw))
 	return nil
 }
 
@@ -846,6 +852,11 @@ func (c *pgCat) DeleteRevision(n uint64) error {
 	if n == 0 || n >= c.last {
 		return nil // the newest revision stays, so numbers are never reused
 	}
-	c.queue("DELETE FROM strata_revs WHERE db = $1 AND n = $2", c.d.id, int64(n))
+	size, ok, err := one[int64](c, "deleting a revision", "DELETE FROM strata_revs WHERE db = $1 AND n = $2 RETURNING octet_length(rec)", c.d.id, int64(n))
+	if err != nil || !ok {
+		return err
+	}
+	c.wrote = true
+	c.dRevBytes -= size
 	return nil
 }

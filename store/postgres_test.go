@@ -633,8 +633,22 @@ func TestPostgresDatabases(t *testing.T) {
 	if _, err := a.PutNodes(ctx, []store.Node{{Hash: store.HashOf([]byte("x")), Data: []byte("x")}}); err != nil {
 		t.Fatal(err)
 	}
-	if st := must(a.Stats(ctx)); st.Nodes != 1 || st.NodeBytes != 2 {
-		t.Fatalf("stats %+v, want 1 node of 2 stored bytes", st)
+	st := must(a.Stats(ctx))
+	if st.Nodes != 1 || st.NodeBytes != 2 || st.RevisionBytes <= 0 || st.Bytes() != st.NodeBytes+st.RevisionBytes {
+		t.Fatalf("stats %+v, want 1 node of 2 stored bytes and a revision record", st)
+	}
+	// Collection takes its nodes and revisions off the counts.
+	must(commitNext(ctx, a, 0, ""))
+	if err := a.Update(ctx, func(tx store.CatalogTx) error {
+		if _, _, err := tx.DeleteNodes([]store.Hash{store.HashOf([]byte("x"))}); err != nil {
+			return err
+		}
+		return tx.DeleteRevision(1)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if after := must(a.Stats(ctx)); after.Nodes != 0 || after.NodeBytes != 0 || after.RevisionBytes >= 2*st.RevisionBytes || after.RevisionBytes <= 0 {
+		t.Fatalf("stats after collecting a node and a revision: %+v (before: %+v)", after, st)
 	}
 	if err := p.Drop(ctx, "beta"); err != nil {
 		t.Fatal(err)
