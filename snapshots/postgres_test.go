@@ -205,3 +205,95 @@ func TestPostgresDirLocation(t *testing.T) {
 		t.Fatalf("an unreachable server: %v", err)
 	}
 }
+
+// TestPostgresRestartMidRun restarts PostgreSQL under a database that agents keep writing to with idempotency keys:
+// writes in flight fail with an error wrapping store.ErrUnavailable, the same DB (not reopened) writes again once the
+// server is back, a retried key never commits twice, and every acknowledged write is there.
+func TestPostgresRestartMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts a PostgreSQL server")
+	}
+	ctx := context.Background()
+	srv := pgtest.Server(t)
+	d := pgDir(t, srv.URL("postgres"))
+	db := must(d.Create(ctx, "busy", "op"))
+	must(db.Put(ctx, "log", []byte(`[]`), WriteOptions{}))
+
+	var mu sync.Mutex
+	acked := map[string]uint64{}
+	var failures []error
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			key := fmt.Sprint("append-", i)
+			patch := ops(t, fmt.Sprintf(`[{"op":"add","path":"/-","value":%d}]`, i))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r, err := db.Patch(ctx, "log", patch, WriteOptions{IdempotencyKey: key})
+				mu.Lock()
+				if err == nil {
+					acked[key] = r.Revision
+				} else {
+					failures = append(failures, err)
+				}
+				mu.Unlock()
+				if err == nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+	waitUntil(t, 30*time.Second, func() bool { return count() >= 10 })
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := count()
+	waitUntil(t, 30*time.Second, func() bool { return count() >= n+10 })
+	close(stop)
+	<-done
+
+	if len(failures) == 0 {
+		t.Fatal("no write failed while PostgreSQL restarted: nothing was tested")
+	}
+	for _, err := range failures {
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("a write during the restart failed with %v, which does not wrap store.ErrUnavailable", err)
+		}
+	}
+	// Each acknowledged append is in the log once, in order, and its revision holds it.
+	v, _, err := db.Get(ctx, Ref{}, "log", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(must(db.Forest().JSON(ctx, v)))
+	var want []string
+	for i := range len(acked) {
+		want = append(want, strconv.Itoa(i))
+	}
+	if text != "["+strings.Join(want, ",")+"]" {
+		t.Fatalf("log %s after %d acknowledged appends: an append was lost or applied twice", text, len(acked))
+	}
+	page := must(db.History(ctx, HistoryQuery{Limit: 1000}))
+	if len(page.Revisions) != len(acked)+2 || page.Revisions[0].Number != uint64(len(acked)+2) {
+		t.Fatalf("%d revisions, newest %d, for %d appends", len(page.Revisions), page.Revisions[0].Number, len(acked))
+	}
+	t.Logf("%d appends acknowledged; %d writes failed during the restart, e.g. %v", len(acked), len(failures), failures[0])
+}
+
+func waitUntil(t *testing.T, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

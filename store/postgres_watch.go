@@ -44,9 +44,10 @@ type pgHub struct {
 }
 
 type pgSub struct {
-	d   *PostgresDB
-	ch  chan uint64
-	seq int64 // the commit counter last reported
+	d    *PostgresDB
+	ch   chan uint64
+	seq  int64       // the commit counter last reported
+	stop func() bool // unregisters the end of the watch's context
 }
 
 func newPGHub(p *Postgres) *pgHub {
@@ -82,8 +83,8 @@ func (d *PostgresDB) Watch(ctx context.Context) (<-chan uint64, error) {
 		h.cancel = cancel
 		go h.run(lctx)
 	}
+	s.stop = context.AfterFunc(ctx, func() { h.remove(s) })
 	h.mu.Unlock()
-	context.AfterFunc(ctx, func() { h.remove(s) })
 	return s.ch, nil
 }
 
@@ -97,6 +98,7 @@ func (h *pgHub) remove(s *pgSub) {
 	}
 	delete(m, s)
 	close(s.ch)
+	s.stop()
 	if len(m) == 0 {
 		delete(h.subs, s.d.id)
 	}
@@ -192,6 +194,9 @@ func sleep(ctx context.Context, d time.Duration) {
 // ten poll intervals after.
 func (h *pgHub) listen(ctx context.Context, poll time.Duration) {
 	cfg := h.p.cfg.ConnConfig.Copy()
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
 	cfg.RuntimeParams["application_name"] = "strata-listener"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
