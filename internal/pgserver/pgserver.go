@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package pgserver starts throwaway PostgreSQL servers from the binaries of an installed PostgreSQL (Debian's
 // postgresql package puts them in /usr/lib/postgresql/VERSION/bin), for tests and the benchmark suite: a new cluster
 // made with initdb in a temporary directory, listening on a free loopback port only, run as the postgres user when
