@@ -91,6 +91,11 @@ func TestPostgresDirStory(t *testing.T) {
 		t.Fatalf("history of main %s (try's commit %d)", nums(page.Revisions), r3.Revision)
 	}
 
+	// The whole-database check finds it sound: every record, node and head.
+	if rep := must(db.Check(ctx, nil)); len(rep.Problems) != 0 || rep.Revisions != r4.Revision || rep.Branches != 2 || rep.Snapshots != 1 {
+		t.Fatalf("check %+v", rep)
+	}
+
 	// The directory operations, with a directory's errors.
 	if _, err := d.Create(ctx, "catalog", "op"); !errors.Is(err, ErrConflict) {
 		t.Fatalf("creating a taken name: %v", err)
