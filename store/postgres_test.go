@@ -561,6 +561,21 @@ func TestPostgresWatch(t *testing.T) {
 		recv(t, ch, rev, 10*time.Second)
 	})
 
+	t.Run("polled where the server has no LISTEN", func(t *testing.T) {
+		quiet := openPG(t, url, nil)
+		store.SetNoNotify(quiet)
+		w := openPGDB(t, quiet, "watched")
+		p := openPG(t, url, &store.PostgresOptions{PollInterval: 50 * time.Millisecond})
+		store.SetNoNotify(p)
+		b := openPGDB(t, p, "watched")
+		ch := must(b.Watch(ctx))
+		rev := must(commitNext(ctx, w, 0, "")) // announced by nobody
+		recv(t, ch, rev, 5*time.Second)
+		if store.Listening(p) {
+			t.Error("listening on a server said to have no LISTEN")
+		}
+	})
+
 	t.Run("ends", func(t *testing.T) {
 		p := openPG(t, url, nil)
 		b := openPGDB(t, p, "watched")
