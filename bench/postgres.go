@@ -1,65 +1,37 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
+
+	"github.com/strata-db/strata/internal/pgserver"
 )
 
-type pgBins struct{ initdb, pgctl, psql string }
-
-// findPostgres finds initdb, pg_ctl and psql on PATH (or beside initdb).
-func findPostgres() (pgBins, string) {
-	var b pgBins
-	var err error
-	if b.initdb, err = lookPath("initdb"); err != nil {
-		return b, "initdb not found on PATH"
+// findPostgres finds initdb, pg_ctl, postgres and psql (see pgserver.FindBins).
+func findPostgres() (pgserver.Bins, string) {
+	b, err := pgserver.FindBins()
+	if err != nil {
+		return b, err.Error()
 	}
-	dir := filepath.Dir(b.initdb)
-	if real, err := filepath.EvalSymlinks(b.initdb); err == nil {
-		dir = filepath.Dir(real)
-	}
-	find := func(name string) string {
-		if p, err := lookPath(name); err == nil {
-			return p
-		}
-		if p := filepath.Join(dir, name); fileExists(p) {
-			return p
-		}
-		return ""
-	}
-	if b.pgctl = find("pg_ctl"); b.pgctl == "" {
-		return b, "pg_ctl not found"
-	}
-	if b.psql = find("psql"); b.psql == "" {
+	if b.Psql == "" {
 		return b, "psql not found"
 	}
 	return b, ""
 }
 
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
-// pgServer is a PostgreSQL server made with initdb in the suite's directory, listening on loopback only, with fsync
-// and synchronous_commit on (the defaults); one per Run, stopped at its end. Each run uses a new database in it.
+// pgServer is a PostgreSQL server made with initdb in the suite's directory (package pgserver: loopback only, as
+// the postgres user when we are root), with fsync and synchronous_commit on (the defaults); one per Run, stopped at
+// its end. Each run uses a new database in it.
 type pgServer struct {
-	bins pgBins
-	dir  string
-	data string
-	port int
-	cred *syscall.Credential // the server's user, when we are root (PostgreSQL refuses to run as root)
+	bins pgserver.Bins
+	srv  *pgserver.Server
 	runs int
 }
 
@@ -71,92 +43,31 @@ type pgSystem struct {
 	writers shellPool // (j): more psql sessions
 }
 
-func (s *pgServer) run(ctx context.Context, name string, args ...string) error {
-	cmd := exec.CommandContext(ctx, name, args...)
-	if s.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
-	}
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %w: %s", filepath.Base(name), err, strings.TrimSpace(out.String()))
-	}
-	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// start makes and starts the server (once).
+// start makes and starts the server (once), in a directory under root that the server can read files beside.
 func (s *pgServer) start(ctx context.Context, root string) error {
-	if s.data != "" {
+	if s.srv != nil {
 		return nil
 	}
-	dir, err := os.MkdirTemp(root, "postgres-")
+	srv, err := pgserver.Start(ctx, root, &pgserver.Options{User: "bench", Bins: &s.bins,
+		Settings: []string{"fsync=on", "synchronous_commit=on", "full_page_writes=on", "shared_buffers=256MB", "max_wal_size=4GB"}})
 	if err != nil {
 		return err
 	}
-	s.dir = dir
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			if u, err = user.Lookup("nobody"); err != nil {
-				return fmt.Errorf("running as root and there is no postgres or nobody user to run the server as")
-			}
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		// The server's user must reach the directory (and the document files in root).
-		for p := dir; p != "/" && p != "."; p = filepath.Dir(p) {
-			if p == os.TempDir() {
-				break
-			}
-			if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o011 != 0o011 {
-				if err := os.Chmod(p, fi.Mode().Perm()|0o011); err != nil {
-					return err
-				}
-			}
-		}
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return err
-		}
-	}
-	data := filepath.Join(dir, "pgdata")
-	if err := s.run(ctx, s.bins.initdb, "-D", data, "-U", "bench", "--auth=trust", "-E", "UTF8", "--no-instructions"); err != nil {
-		return err
-	}
-	if s.port, err = freePort(); err != nil {
-		return err
-	}
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=on -c synchronous_commit=on -c full_page_writes=on -c shared_buffers=256MB -c max_wal_size=4GB", s.port, dir)
-	if err := s.run(ctx, s.bins.pgctl, "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "60", "start"); err != nil {
-		return err
-	}
-	s.data = data
+	s.srv = srv
 	return nil
 }
 
 func (s *pgServer) stop() error {
-	if s.data == "" {
+	if s.srv == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	err := s.run(ctx, s.bins.pgctl, "-D", s.data, "-m", "fast", "-w", "stop")
-	s.data = ""
+	err := s.srv.Stop()
+	s.srv = nil
 	return err
 }
 
 func (s *pgServer) psql(db string) (*shell, error) {
-	cmd := exec.Command(s.bins.psql, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=0", "-h", "127.0.0.1", "-p", strconv.Itoa(s.port), "-U", "bench", "-d", db)
+	cmd := exec.Command(s.bins.Psql, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=0", "-h", "127.0.0.1", "-p", strconv.Itoa(s.srv.Port), "-U", s.srv.User, "-d", db)
 	cmd.Env = append(os.Environ(), "PGCONNECT_TIMEOUT=10", "LC_ALL=C")
 	return startShell(cmd, `\echo `+endMark, func(l string) bool {
 		return strings.HasPrefix(l, "ERROR:") || strings.HasPrefix(l, "psql:") || strings.HasPrefix(l, "FATAL:")
@@ -257,4 +168,14 @@ func (s *pgSystem) close() error {
 	defer admin.close()
 	_, err = admin.exec("DROP DATABASE "+s.db+";", nil)
 	return err
+}
+
+// freePort returns a loopback port that was free a moment ago (for servers the suite starts).
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

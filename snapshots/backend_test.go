@@ -8,10 +8,11 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// Every story test runs on both backends: the in-memory reference and bbolt.
+// Every story test runs on every backend: the in-memory reference, bbolt (alone and shared) and PostgreSQL.
 func backends(t *testing.T) map[string]func(t *testing.T) store.Backend {
 	return map[string]func(t *testing.T) store.Backend{
-		"mem": func(t *testing.T) store.Backend { return store.NewMemBackend() },
+		"postgres": func(t *testing.T) store.Backend { return postgresBackend(t) },
+		"mem":      func(t *testing.T) store.Backend { return store.NewMemBackend() },
 		"shared": func(t *testing.T) store.Backend {
 			s, err := store.OpenShared(filepath.Join(t.TempDir(), "test.strata"), nil)
 			if err != nil {

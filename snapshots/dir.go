@@ -23,22 +23,31 @@ type DirOptions struct {
 	// Backend opens the storage of a database file; tests substitute it. Defaults to store.Shared, the bbolt backend
 	// that lets several processes use the directory at once.
 	Backend func(path string, create bool) (store.Backend, error)
+	// Postgres tunes the connection when the data location is a PostgreSQL URL (see dir_postgres.go).
+	Postgres store.PostgresOptions
 }
 
-// Dir is a data directory: one file per database. It keeps each database it opened open until Close, so that every
-// caller in the process shares one writer per database.
+// Dir is a data directory: one file per database, or a PostgreSQL database holding them (a data location that is a
+// postgres:// URL). It keeps each database it opened open until Close, so that every caller in the process shares
+// one writer per database.
 type Dir struct {
 	path string
 	opts DirOptions
 	mu   sync.Mutex
 	dbs  map[string]*DB
+	pg   *store.Postgres // the databases are in PostgreSQL
 }
 
-// OpenDir opens (and creates, if missing) a data directory.
+// OpenDir opens (and creates, if missing) a data directory. A path that looks like a URL (SCHEME://…) is never taken
+// for a directory: a postgres:// or postgresql:// URL keeps the databases in that PostgreSQL database; any other
+// scheme is refused.
 func OpenDir(path string, opts *DirOptions) (*Dir, error) {
 	var o DirOptions
 	if opts != nil {
 		o = *opts
+	}
+	if store.LooksLikeURL(path) {
+		return openPostgresDir(path, o)
 	}
 	if o.Backend == nil {
 		so := o.Shared
@@ -62,13 +71,16 @@ func OpenDir(path string, opts *DirOptions) (*Dir, error) {
 	return &Dir{path: path, opts: o, dbs: map[string]*DB{}}, nil
 }
 
-// Path returns the directory.
+// Path returns the directory (for PostgreSQL, its URL without password or parameters).
 func (d *Dir) Path() string { return d.path }
 
 func (d *Dir) file(name string) string { return filepath.Join(d.path, name+Ext) }
 
 // Names lists the databases in the directory, in name order.
 func (d *Dir) Names() ([]string, error) {
+	if d.pg != nil {
+		return d.pg.Names(context.Background())
+	}
 	ents, err := os.ReadDir(d.path)
 	if err != nil {
 		return nil, err
@@ -91,11 +103,7 @@ func (d *Dir) Create(ctx context.Context, name, creator string) (*DB, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	p := d.file(name)
-	if _, err := os.Stat(p); err == nil {
-		return nil, &ConflictError{Msg: fmt.Sprintf("database %q already exists", name)}
-	}
-	be, err := d.opts.Backend(p, true)
+	be, err := d.createBackend(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +128,8 @@ func (d *Dir) Open(ctx context.Context, name string) (*DB, error) {
 	if db, ok := d.dbs[name]; ok {
 		return db, nil
 	}
-	be, err := d.opts.Backend(d.file(name), false)
-	if errors.Is(err, os.ErrNotExist) {
+	be, err := d.openBackend(ctx, name)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, store.ErrNotFound) {
 		names, _ := d.Names()
 		hint := "create it first"
 		return nil, &NotFoundError{What: "database", Name: name, DidYouMean: closest(name, names), Hint: hint}
@@ -149,9 +157,8 @@ func (d *Dir) Drop(ctx context.Context, name string) error {
 		db.Close()
 		delete(d.dbs, name)
 	}
-	err := os.Remove(d.file(name))
-	_ = os.Remove(d.file(name) + "-wait")
-	if errors.Is(err, os.ErrNotExist) {
+	err := d.dropStorage(ctx, name)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, store.ErrNotFound) {
 		names, _ := d.Names()
 		return &NotFoundError{What: "database", Name: name, DidYouMean: closest(name, names)}
 	}
@@ -173,8 +180,8 @@ func (d *Dir) Info(ctx context.Context, name string) (DatabaseInfo, error) {
 		return DatabaseInfo{}, err
 	}
 	info := DatabaseInfo{Name: name, Heads: map[string]uint64{}}
-	if fi, err := os.Stat(d.file(name)); err == nil {
-		info.FileBytes = fi.Size()
+	if info.FileBytes, err = d.storageBytes(ctx, name, db); err != nil {
+		return DatabaseInfo{}, err
 	}
 	err = db.be.View(ctx, func(c store.CatalogReader) error {
 		var err error
@@ -200,6 +207,9 @@ func (d *Dir) Close() error {
 			first = err
 		}
 		delete(d.dbs, name)
+	}
+	if d.pg != nil {
+		d.pg.Close()
 	}
 	return first
 }
