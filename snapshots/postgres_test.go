@@ -69,7 +69,7 @@ func TestPostgresDirStory(t *testing.T) {
 		t.Fatal("the snapshot does not read its revision")
 	}
 	// Time travel on main: just after revision 2, b was there; now it is gone.
-	if get(t, db, Ref{Branch: "main", At: r2.Time}, "items", "/b/price") != "2" {
+	if get(t, db, Ref{Branch: "main", At: &r2.Time}, "items", "/b/price") != "2" {
 		t.Fatal("main as of revision 2's time")
 	}
 	if _, _, err := db.Get(ctx, Ref{}, "items", revision.MustPointer("/b")); !errors.Is(err, revision.ErrNotFound) {

@@ -22,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The PostgreSQL backend (STORAGE.md §9). Many Strata databases live in one PostgreSQL database (in the schema its
+// The PostgreSQL backend (docs/storage.md §9). Many Strata databases live in one PostgreSQL database (in the schema its
 // search_path selects), in a handful of tables keyed by a database id:
 //
 //	strata_schema     the schema version (one row)
