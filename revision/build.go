@@ -398,6 +398,9 @@ type ImportOptions struct {
 	// Depth is how many levels down the value will be placed in its document (1 for a resource of a database's
 	// root), so that the whole document nests at most MaxDepth deep.
 	Depth int
+	// BatchBytes is how many bytes of nodes go to the store in one PutNodes (default 4 MiB). One batch is in
+	// flight while the next is built, so the import holds about two.
+	BatchBytes int
 }
 
 // ImportWith is Import with options.
@@ -417,7 +420,10 @@ func (f *Forest) ImportWith(ctx context.Context, r io.Reader, opts *ImportOption
 	if depth <= 0 {
 		return Value{}, Stats{}, fmt.Errorf("%w: a value placed %d levels down cannot nest within the %d-level limit", ErrLimit, o.Depth, MaxDepth)
 	}
-	w := &batchWriter{ctx: ctx, ns: f.ns}
+	w := &batchWriter{ctx: ctx, ns: f.ns, max: o.BatchBytes}
+	if w.max <= 0 {
+		w.max = defaultBatchBytes
+	}
 	tb := newTokenBuilder(w.emit)
 	v, err := scanInto(ctx, sc, tb, o.Lines)
 	if err != nil {
@@ -465,6 +471,9 @@ func (t *txn) parseDepth(data []byte, maxDepth int) (Value, error) {
 	return scanInto(t.ctx, jsonscan.NewBytes(data, maxDepth), newTokenBuilder(t.emit), false)
 }
 
+// defaultBatchBytes is ImportOptions.BatchBytes's default.
+const defaultBatchBytes = 4 << 20
+
 // batchWriter sends nodes to the store in batches. A full batch is written by a goroutine of its own while the
 // import goes on (compressing and storing overlap parsing and chunking); at most one batch is in flight, so memory
 // stays bounded by two batches.
@@ -473,6 +482,7 @@ type batchWriter struct {
 	ns       store.NodeWriter
 	batch    []store.Node
 	bytes    int
+	max      int // bytes of nodes in a full batch
 	stats    Stats
 	inFlight chan putResult // the batch being written, or nil
 }
@@ -485,7 +495,7 @@ type putResult struct {
 func (w *batchWriter) emit(c codec.Child, raw string) error {
 	w.batch = append(w.batch, store.Node{Hash: c.Hash, Data: []byte(raw)})
 	w.bytes += len(raw)
-	if w.bytes >= 4<<20 {
+	if w.bytes >= w.max {
 		return w.send()
 	}
 	return nil
