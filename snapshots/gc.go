@@ -65,7 +65,7 @@ func (db *DB) GC(ctx context.Context, opts *GCOptions) (*GCReport, error) {
 		}
 	}
 	rep := &GCReport{}
-	m := &marker{db: db, keep: map[uint64]bool{}, seen: map[store.Hash]bool{}}
+	m := &marker{db: db, keep: map[uint64]bool{}, seen: map[store.Hash]bool{}, lists: map[string]bool{}}
 
 	// Mark: the revisions to keep, then every node they reach.
 	cutoff := db.now().Add(-o.Grace)
@@ -169,7 +169,8 @@ type marker struct {
 	keep    map[uint64]bool
 	pending []store.RevisionRecord // kept revisions whose trees are not marked yet
 	seen    map[store.Hash]bool
-	upTo    uint64 // every revision up to this one has been considered
+	upTo    uint64          // every revision up to this one has been considered
+	lists   map[string]bool // the node lists of imports in progress already marked (keepImports)
 }
 
 // keepRoots finds the revisions to keep: the ancestry of every branch head and every snapshot, every revision made
@@ -248,9 +249,12 @@ func (m *marker) markNodes(ctx context.Context, f *revision.Forest, progress fun
 	return nil
 }
 
-// catchUp, inside a sweep transaction, keeps and marks what appeared since marking began: new revisions, and
-// branches or snapshots made on old revisions.
+// catchUp, inside a sweep transaction, keeps and marks what appeared since marking began: new revisions, branches
+// or snapshots made on old revisions, and the nodes imports in progress have written (keepImports).
 func (m *marker) catchUp(ctx context.Context, tx store.CatalogTx, cutoff time.Time) error {
+	if err := m.keepImports(tx, cutoff); err != nil {
+		return err
+	}
 	last, err := tx.LastRevision()
 	if err != nil {
 		return err
