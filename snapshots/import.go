@@ -98,7 +98,7 @@ func (db *DB) Import(ctx context.Context, resource string, r io.Reader, o Import
 			im.abandon()
 		}
 	}()
-	v, _, err := db.forest.WithStore(im).ImportWith(ctx, r, &revision.ImportOptions{Lines: o.Lines, Depth: 1, BatchBytes: importBatchBytes})
+	v, stored, err := db.forest.WithStore(im).ImportWith(ctx, r, &revision.ImportOptions{Lines: o.Lines, Depth: 1, BatchBytes: importBatchBytes})
 	if err != nil {
 		if le := im.leaseErr(); le != nil {
 			return nil, le
@@ -116,10 +116,12 @@ func (db *DB) Import(ctx context.Context, resource string, r io.Reader, o Import
 		}
 		return nil
 	}
-	res, err := db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
+	// The revision counts the nodes the batches stored as its own.
+	o2 := db.submit(ctx, &request{opts: w, stored: stored, change: func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
 		c, err := f.Place(ctx, head.Root, revision.Pointer{resource}, v)
 		return c, nil, err
-	})
+	}})
+	res, err := o2.res, o2.err
 	if err != nil {
 		return nil, err
 	}

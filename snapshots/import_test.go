@@ -54,6 +54,15 @@ func TestImport(t *testing.T) {
 			ctx := context.Background()
 			db, _ := openTest(t, open(t))
 			doc := workload.JSON(30000) // ~3 MB: several batches
+			// The revision counts every node the import stored, in its batches and its commit.
+			nodes := nodeCount(t, db)
+			first := must(db.Import(ctx, "first", bytes.NewReader(doc), ImportOptions{}, WriteOptions{}))
+			if added := nodeCount(t, db) - nodes; first.NewNodes != added || added < 100 || first.NewBytes <= 0 {
+				t.Fatalf("the import added %d nodes, its revision says %d (%d bytes)", added, first.NewNodes, first.NewBytes)
+			}
+			if rec := must(db.Resolve(ctx, Ref{})).Rev; rec.NewNodes != first.NewNodes || rec.NewBytes != first.NewBytes {
+				t.Fatalf("record %+v, result %+v", rec, first)
+			}
 			put := must(db.Put(ctx, "put", doc, WriteOptions{}))
 			res, err := db.Import(ctx, "imp", bytes.NewReader(doc), ImportOptions{}, WriteOptions{Message: "m", Author: "a"})
 			if err != nil {
