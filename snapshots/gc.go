@@ -18,7 +18,9 @@ const (
 // GCOptions tunes garbage collection. The zero value gives the defaults.
 type GCOptions struct {
 	// Grace keeps every revision made within this long, and its ancestors (default 1 hour): a reader may still be
-	// on its way to it, and an idempotent retry may still come.
+	// on its way to it, and an idempotent retry may still come. It also keeps the nodes of every import in progress
+	// whose lease was renewed within this long (a live import renews it at least every 10 s); an older lease is
+	// ended and its nodes collected.
 	Grace time.Duration
 	// Batch is how many nodes one sweep transaction deletes (default 1,000), so that commits are never held up long.
 	Batch int
