@@ -117,11 +117,11 @@ func (db *DB) Import(ctx context.Context, resource string, r io.Reader, o Import
 		return nil
 	}
 	// The revision counts the nodes the batches stored as its own.
-	o2 := db.submit(ctx, &request{opts: w, stored: stored, change: func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
+	out := db.submit(ctx, &request{opts: w, stored: stored, change: func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
 		c, err := f.Place(ctx, head.Root, revision.Pointer{resource}, v)
 		return c, nil, err
 	}})
-	res, err := o2.res, o2.err
+	res, err := out.res, out.err
 	if err != nil {
 		return nil, err
 	}
