@@ -354,8 +354,12 @@ func buildString(s []byte, emit func(codec.Child, string) error) (Value, error) 
 	return b.finish()
 }
 
-// scanInto runs a scanner to the end through a token builder.
-func scanInto(ctx context.Context, sc *jsonscan.Scanner, tb *tokenBuilder) (Value, error) {
+// scanInto runs a scanner to the end through a token builder. With lines (JSON Lines), the values it reads become
+// the elements of one array.
+func scanInto(ctx context.Context, sc *jsonscan.Scanner, tb *tokenBuilder, lines bool) (Value, error) {
+	if lines {
+		tb.open(false)
+	}
 	for i := 0; ; i++ {
 		if i&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -364,6 +368,11 @@ func scanInto(ctx context.Context, sc *jsonscan.Scanner, tb *tokenBuilder) (Valu
 		}
 		k, b, err := sc.Next()
 		if err == io.EOF {
+			if lines {
+				if err := tb.close(); err != nil {
+					return Value{}, err
+				}
+			}
 			return tb.result(), nil
 		}
 		if err != nil {
@@ -377,7 +386,8 @@ func scanInto(ctx context.Context, sc *jsonscan.Scanner, tb *tokenBuilder) (Valu
 		if err := tb.token(k, b); err != nil {
 			var je *JSONError
 			if errors.As(err, &je) && je.Line == 0 {
-				je.Offset = sc.Offset()
+				// Found at the end of the object (a duplicate key): say where that is.
+				je.Offset, je.Line, je.Column = sc.Position()
 			}
 			return Value{}, err
 		}
@@ -388,9 +398,45 @@ func scanInto(ctx context.Context, sc *jsonscan.Scanner, tb *tokenBuilder) (Valu
 // depth, never by the document. Nodes go to the store in batches as they are made; a failed import may leave
 // unreferenced nodes behind, which garbage collection removes.
 func (f *Forest) Import(ctx context.Context, r io.Reader) (Value, Stats, error) {
-	w := &batchWriter{ctx: ctx, ns: f.ns}
+	return f.ImportWith(ctx, r, nil)
+}
+
+// ImportOptions tunes ImportWith. The zero value (or nil) reads one JSON document, as Import does.
+type ImportOptions struct {
+	// Lines reads JSON Lines: one JSON value per line (blank lines skipped), stored as the elements of one array,
+	// in order. Empty input is an empty array.
+	Lines bool
+	// Depth is how many levels down the value will be placed in its document (1 for a resource of a database's
+	// root), so that the whole document nests at most MaxDepth deep.
+	Depth int
+	// BatchBytes is how many bytes of nodes go to the store in one PutNodes (default 4 MiB). One batch is in
+	// flight while the next is built, so the import holds about two.
+	BatchBytes int
+}
+
+// ImportWith is Import with options.
+func (f *Forest) ImportWith(ctx context.Context, r io.Reader, opts *ImportOptions) (Value, Stats, error) {
+	var o ImportOptions
+	if opts != nil {
+		o = *opts
+	}
+	depth := MaxDepth - max(o.Depth, 0)
+	var sc *jsonscan.Scanner
+	if o.Lines {
+		depth-- // the array the lines make
+		sc = jsonscan.NewLines(r, depth)
+	} else {
+		sc = jsonscan.New(r, depth)
+	}
+	if depth <= 0 {
+		return Value{}, Stats{}, fmt.Errorf("%w: a value placed %d levels down cannot nest within the %d-level limit", ErrLimit, o.Depth, MaxDepth)
+	}
+	w := &batchWriter{ctx: ctx, ns: f.ns, max: o.BatchBytes}
+	if w.max <= 0 {
+		w.max = defaultBatchBytes
+	}
 	tb := newTokenBuilder(w.emit)
-	v, err := scanInto(ctx, jsonscan.New(r, MaxDepth), tb)
+	v, err := scanInto(ctx, sc, tb, o.Lines)
 	if err != nil {
 		w.wait() // its error, if any, matters less than the one that stopped the import
 		return Value{}, w.stats, err
@@ -399,6 +445,22 @@ func (f *Forest) Import(ctx context.Context, r io.Reader) (Value, Stats, error) 
 		return Value{}, w.stats, err
 	}
 	return v, w.stats, nil
+}
+
+// Place returns the change that puts v at ptr in root, as a JSON Patch "add" would (creating or replacing an
+// object member; inserting into an array, or appending at "-"), where v is a value already stored, such as one
+// Import returned. Only the nodes along ptr are built; v's own nodes are neither read nor copied, and are not in
+// the change. v must fit the depth it lands at: import it with ImportOptions.Depth = len(ptr).
+func (f *Forest) Place(ctx context.Context, root Value, ptr Pointer, v Value) (*Change, error) {
+	if !v.IsValid() {
+		return nil, errNoValue
+	}
+	t := f.newTxn(ctx)
+	nv, err := t.put(root, ptr, editAdd, v)
+	if err != nil {
+		return nil, err
+	}
+	return t.change(nv)
 }
 
 // ImportBytes is Import for a document in memory.
@@ -411,14 +473,17 @@ func (t *txn) parseDepth(data []byte, maxDepth int) (Value, error) {
 	if maxDepth <= 0 {
 		// Only a scalar fits; the scanner's own limit (0 means its default) cannot say that.
 		maxDepth = 1
-		v, err := scanInto(t.ctx, jsonscan.NewBytes(data, maxDepth), newTokenBuilder(t.emit))
+		v, err := scanInto(t.ctx, jsonscan.NewBytes(data, maxDepth), newTokenBuilder(t.emit), false)
 		if err == nil && (v.Kind() == Object || v.Kind() == Array) {
 			return Value{}, &JSONError{Msg: "nesting deeper than the document allows"}
 		}
 		return v, err
 	}
-	return scanInto(t.ctx, jsonscan.NewBytes(data, maxDepth), newTokenBuilder(t.emit))
+	return scanInto(t.ctx, jsonscan.NewBytes(data, maxDepth), newTokenBuilder(t.emit), false)
 }
+
+// defaultBatchBytes is ImportOptions.BatchBytes's default.
+const defaultBatchBytes = 4 << 20
 
 // batchWriter sends nodes to the store in batches. A full batch is written by a goroutine of its own while the
 // import goes on (compressing and storing overlap parsing and chunking); at most one batch is in flight, so memory
@@ -428,6 +493,7 @@ type batchWriter struct {
 	ns       store.NodeWriter
 	batch    []store.Node
 	bytes    int
+	max      int // bytes of nodes in a full batch
 	stats    Stats
 	inFlight chan putResult // the batch being written, or nil
 }
@@ -440,7 +506,7 @@ type putResult struct {
 func (w *batchWriter) emit(c codec.Child, raw string) error {
 	w.batch = append(w.batch, store.Node{Hash: c.Hash, Data: []byte(raw)})
 	w.bytes += len(raw)
-	if w.bytes >= 4<<20 {
+	if w.bytes >= w.max {
 		return w.send()
 	}
 	return nil

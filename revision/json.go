@@ -44,6 +44,47 @@ func (f *Forest) WriteJSON(ctx context.Context, w io.Writer, v Value) error {
 	return jw.flush()
 }
 
+// WriteJSONLines streams the elements of array v as JSON Lines to w: each element's compact JSON (keys in byte order)
+// on a line of its own, ended by a newline. An empty array writes nothing.
+func (f *Forest) WriteJSONLines(ctx context.Context, w io.Writer, v Value) error {
+	if k := v.Kind(); k != Array {
+		return fmt.Errorf("%w: JSON Lines holds the elements of an array, and this value is %s", ErrInvalidPath, KindPhrase(k))
+	}
+	jw := &jsonWriter{r: f.reader(ctx), w: w, buf: make([]byte, 0, 72<<10)}
+	err := jw.r.each(v, 0, func(_, val string) error {
+		if err := jw.value(val); err != nil {
+			return err
+		}
+		jw.buf = append(jw.buf, '\n')
+		return jw.flushIfFull()
+	})
+	if err != nil {
+		return err
+	}
+	return jw.flush()
+}
+
+// KindPhrase names a kind in a sentence: "an object", "a string", "null".
+func KindPhrase(k Kind) string {
+	switch k {
+	case Object, Array:
+		return "an " + k.String()
+	case Null:
+		return "null"
+	case Invalid:
+		return "no value"
+	}
+	return "a " + k.String()
+}
+
+// Text returns the whole text of a string value, reading its nodes if it is long.
+func (f *Forest) Text(ctx context.Context, v Value) (string, error) {
+	if v.Kind() != String {
+		return "", fmt.Errorf("%w: %s is not a string", ErrInvalidPath, v.Kind())
+	}
+	return f.reader(ctx).stringBytes(v)
+}
+
 // AppendJSON appends v as compact JSON text to b.
 func (f *Forest) AppendJSON(ctx context.Context, b []byte, v Value) ([]byte, error) {
 	jw := &jsonWriter{r: f.reader(ctx), buf: b}

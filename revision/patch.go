@@ -100,6 +100,19 @@ func operationFromMap(m map[string]json.RawMessage) (Operation, error) {
 	return op, nil
 }
 
+// CheckJSON validates a JSON text with Strata's rules, as an import would (strict syntax, valid UTF-8, no duplicate
+// keys, at most MaxDepth levels), without storing it. The error wraps ErrInvalidJSON.
+func CheckJSON(data []byte) error {
+	if err := checkJSON(data); err != nil {
+		var se *jsonscan.SyntaxError
+		if errors.As(err, &se) {
+			return &JSONError{Offset: se.Offset, Line: se.Line, Column: se.Column, Msg: se.Msg}
+		}
+		return &JSONError{Msg: err.Error()}
+	}
+	return nil
+}
+
 // checkJSON validates a JSON text with Strata's rules: strict syntax, valid UTF-8, no duplicate keys, bounded depth.
 func checkJSON(data []byte) error {
 	sc := jsonscan.NewBytes(data, MaxDepth+2) // a patch document holds its values two levels down: [{"value": …}]

@@ -18,7 +18,9 @@ const (
 // GCOptions tunes garbage collection. The zero value gives the defaults.
 type GCOptions struct {
 	// Grace keeps every revision made within this long, and its ancestors (default 1 hour): a reader may still be
-	// on its way to it, and an idempotent retry may still come.
+	// on its way to it, and an idempotent retry may still come. It also keeps the nodes of every import in progress
+	// whose lease was renewed within this long (a live import renews it at least every 10 s); an older lease is
+	// ended and its nodes collected.
 	Grace time.Duration
 	// Batch is how many nodes one sweep transaction deletes (default 1,000), so that commits are never held up long.
 	Batch int
@@ -65,7 +67,7 @@ func (db *DB) GC(ctx context.Context, opts *GCOptions) (*GCReport, error) {
 		}
 	}
 	rep := &GCReport{}
-	m := &marker{db: db, keep: map[uint64]bool{}, seen: map[store.Hash]bool{}}
+	m := &marker{db: db, keep: map[uint64]bool{}, seen: map[store.Hash]bool{}, lists: map[string]bool{}}
 
 	// Mark: the revisions to keep, then every node they reach.
 	cutoff := db.now().Add(-o.Grace)
@@ -169,7 +171,8 @@ type marker struct {
 	keep    map[uint64]bool
 	pending []store.RevisionRecord // kept revisions whose trees are not marked yet
 	seen    map[store.Hash]bool
-	upTo    uint64 // every revision up to this one has been considered
+	upTo    uint64          // every revision up to this one has been considered
+	lists   map[string]bool // the node lists of imports in progress already marked (keepImports)
 }
 
 // keepRoots finds the revisions to keep: the ancestry of every branch head and every snapshot, every revision made
@@ -248,9 +251,12 @@ func (m *marker) markNodes(ctx context.Context, f *revision.Forest, progress fun
 	return nil
 }
 
-// catchUp, inside a sweep transaction, keeps and marks what appeared since marking began: new revisions, and
-// branches or snapshots made on old revisions.
+// catchUp, inside a sweep transaction, keeps and marks what appeared since marking began: new revisions, branches
+// or snapshots made on old revisions, and the nodes imports in progress have written (keepImports).
 func (m *marker) catchUp(ctx context.Context, tx store.CatalogTx, cutoff time.Time) error {
+	if err := m.keepImports(tx, cutoff); err != nil {
+		return err
+	}
 	last, err := tx.LastRevision()
 	if err != nil {
 		return err

@@ -66,6 +66,7 @@ type request struct {
 	change changeFunc                                           // a commit, or
 	op     func(tx store.CatalogTx, now time.Time) (any, error) // a catalog operation
 	done   chan outcome
+	stored store.PutStats // nodes the change's tree holds that were stored before the commit (an import's)
 }
 
 type outcome struct {
@@ -389,7 +390,7 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 				if err != nil {
 					return err
 				}
-				p.rec.NewNodes, p.rec.NewBytes = st.Nodes, st.StoredBytes
+				p.rec.NewNodes, p.rec.NewBytes = st.Nodes+p.r.stored.Nodes, st.StoredBytes+p.r.stored.StoredBytes
 				if err := tx.AddRevision(p.rec); err != nil {
 					return err
 				}

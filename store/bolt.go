@@ -569,6 +569,18 @@ const (
 	bulkFill  = 0.95
 )
 
+// ReleaseMemory implements MemoryReleaser: the pages of the file this process has read through bbolt's map leave its
+// resident set (they stay in the page cache). A bulk import touches the pages of the nodes bucket as it inserts, at
+// random since keys are hashes, so without it the resident set grows with the file: 365 MiB for a 10,000,000-element
+// import, against 56 MiB of heap. It runs inside a read transaction, which keeps bbolt from remapping meanwhile.
+func (b *Bolt) ReleaseMemory() error {
+	return b.view(func(tx *bolt.Tx) error {
+		return dropMapped(b.db.Info().Data, tx.Size())
+	})
+}
+
+var _ MemoryReleaser = (*Bolt)(nil)
+
 // BoltStats describes a Bolt database.
 type BoltStats struct {
 	Nodes     int64 // nodes stored

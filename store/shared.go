@@ -270,3 +270,20 @@ func (s *Shared) NodeHashes(ctx context.Context, after *Hash, limit int) ([]Hash
 }
 
 var _ NodeLister = (*Shared)(nil)
+
+// ReleaseMemory implements MemoryReleaser while the file is open; a closed file holds no map.
+func (s *Shared) ReleaseMemory() error {
+	s.mu.Lock()
+	b := s.b
+	if b == nil || s.draining || s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.users++
+	s.mu.Unlock()
+	err := b.ReleaseMemory()
+	s.release(err)
+	return err
+}
+
+var _ MemoryReleaser = (*Shared)(nil)

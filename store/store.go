@@ -67,6 +67,13 @@ type NodeStore interface {
 	NodeWriter
 }
 
+// MemoryReleaser is a store that can give back memory it holds for what it has read: bbolt's map of the file keeps
+// every page it touched resident (and counted in the process's RSS) until released. A long import calls it as it
+// goes, so that its memory stays bounded whatever the size of the file.
+type MemoryReleaser interface {
+	ReleaseMemory() error
+}
+
 // ErrNodeMissing is returned when a node that a tree refers to is not in the store: the store is damaged, or a
 // caller used a root from another store.
 var ErrNodeMissing = errors.New("node missing from store")

@@ -136,7 +136,7 @@ type Scanner struct {
 
 	// Line bookkeeping for input already discarded from buf (only streaming
 	// scanners discard). Positions inside buf are computed lazily, on error.
-	lines     int   // number of '\n' bytes before buf[0]
+	nlines    int   // number of '\n' bytes before buf[0]
 	lineStart int64 // offset just past the last '\n' before buf[0]
 
 	state    state
@@ -144,6 +144,7 @@ type Scanner struct {
 	maxDepth int
 	err      error  // with state stErr: the error (or io.EOF) to return from now on
 	sbuf     []byte // decoded contents of the last string that had escapes
+	lines    bool   // JSON Lines (NewLines): a sequence of top-level values, one per line
 }
 
 // New returns a scanner over r. maxDepth caps nesting (objects+arrays);
@@ -164,6 +165,20 @@ func newReader(r io.Reader, maxDepth, bufSize int) *Scanner {
 	}
 	s := &Scanner{r: r, buf: make([]byte, bufSize)}
 	s.init(maxDepth)
+	return s
+}
+
+// NewLines returns a scanner over JSON Lines read from r: a sequence of
+// top-level values, one per line. Each value is scanned as New would scan a
+// document (its tokens, then Depth back at 0), and the next begins on a later
+// line. Blank lines (only whitespace) are skipped, and empty input is an
+// empty sequence: Next returns io.EOF after the last value. A second value on
+// the same line, or a line break inside a value (JSON Lines holds one value
+// per line, so a pretty-printed document is refused rather than read as
+// something else), is a SyntaxError. maxDepth caps the nesting of each value.
+func NewLines(r io.Reader, maxDepth int) *Scanner {
+	s := New(r, maxDepth)
+	s.lines = true
 	return s
 }
 
@@ -362,19 +377,47 @@ func (s *Scanner) finish() (Kind, []byte, error) {
 	if s.state == stErr {
 		return Invalid, nil, s.err
 	}
+	if s.lines {
+		return s.nextLine()
+	}
 	if s.skipSpace() {
 		return s.fail(s.pos, "unexpected data after the top-level value")
 	}
 	return s.endOfInput()
 }
 
-// skipSpace advances past whitespace. It reports whether a byte is
-// available at s.pos afterwards.
-func (s *Scanner) skipSpace() bool {
+// nextLine, for JSON Lines after a value, moves to the next line (only
+// spaces, tabs and a carriage return may end this one) and reads on.
+func (s *Scanner) nextLine() (Kind, []byte, error) {
 	for {
 		buf, i := s.buf[:s.end], s.pos
 		for ; i < len(buf); i++ {
-			if c := buf[i]; c > ' ' || (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+			switch buf[i] {
+			case ' ', '\t', '\r':
+				continue
+			case '\n':
+				s.pos = i + 1
+				s.state = stTop
+				return s.Next()
+			}
+			return s.fail(i, "a second value on the same line: JSON Lines holds one value per line")
+		}
+		s.pos = i
+		if _, ok := s.fill(); !ok {
+			return s.endOfInput()
+		}
+	}
+}
+
+// skipSpace advances past whitespace. It reports whether a byte is
+// available at s.pos afterwards.
+func (s *Scanner) skipSpace() bool {
+	// In JSON Lines a line break inside a value is not whitespace: it stops here, and the grammar refuses it.
+	nl := s.lines && len(s.stack) > 0
+	for {
+		buf, i := s.buf[:s.end], s.pos
+		for ; i < len(buf); i++ {
+			if c := buf[i]; c > ' ' || (c != ' ' && c != '\n' && c != '\r' && c != '\t') || (nl && c == '\n') {
 				s.pos = i
 				return true
 			}
@@ -396,6 +439,11 @@ func (s *Scanner) endOfInput() (Kind, []byte, error) {
 		s.setErr(io.EOF)
 		return Invalid, nil, io.EOF
 	case stTop:
+		if s.lines {
+			// JSON Lines: the end of the sequence (possibly empty).
+			s.setErr(io.EOF)
+			return Invalid, nil, io.EOF
+		}
 		return s.fail(s.end, "empty input: expected a JSON value")
 	}
 	if s.stack[len(s.stack)-1] {
@@ -800,7 +848,7 @@ func (s *Scanner) discard(n int) {
 	gone := s.buf[:n]
 	// Count first: it is vectorised, and most documents have few newlines, or none.
 	if c := bytes.Count(gone, newline); c > 0 {
-		s.lines += c
+		s.nlines += c
 		s.lineStart = s.base + int64(bytes.LastIndexByte(gone, '\n')) + 1
 	}
 	s.end = copy(s.buf, s.buf[n:s.end])
@@ -858,16 +906,30 @@ func (s *Scanner) fail(i int, msg string) (Kind, []byte, error) {
 // failErr records and returns a syntax error at buffer index i, computing
 // its line and column.
 func (s *Scanner) failErr(i int, msg string) error {
-	line, lineStart := s.lines+1, s.lineStart
+	if s.lines && len(s.stack) > 0 && i < s.end && s.buf[i] == '\n' {
+		msg = "line break inside a value: JSON Lines holds each value on one line (" + msg + ")"
+	}
+	off, line, col := s.position(i)
+	e := &SyntaxError{Offset: off, Line: line, Column: col, Msg: msg}
+	s.setErr(e)
+	return e
+}
+
+// Position is where the scanner stands, as Offset, with its 1-based line and
+// column (as in SyntaxError): just past the last token returned. It costs a
+// count of the line breaks in the buffer, so it is meant for error reports.
+func (s *Scanner) Position() (offset int64, line, column int) { return s.position(s.pos) }
+
+// position is the offset, line and column of buffer index i.
+func (s *Scanner) position(i int) (offset int64, line, column int) {
+	line, lineStart := s.nlines+1, s.lineStart
 	seg := s.buf[:i]
 	if k := bytes.LastIndexByte(seg, '\n'); k >= 0 {
 		line += bytes.Count(seg, newline)
 		lineStart = s.base + int64(k) + 1
 	}
 	off := s.base + int64(i)
-	e := &SyntaxError{Offset: off, Line: line, Column: int(off-lineStart) + 1, Msg: msg}
-	s.setErr(e)
-	return e
+	return off, line, int(off-lineStart) + 1
 }
 
 // describe names a byte for error messages: 'x' for printable ASCII,
