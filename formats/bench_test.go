@@ -11,7 +11,7 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// csvWorkload is BENCH.md's workload as CSV (tags left out: CSV has no arrays), n records.
+// csvWorkload is docs/benchmarks.md's workload as CSV (tags left out: CSV has no arrays), n records.
 func csvWorkload(n int) []byte {
 	b := []byte("active,email,id,name,score\n")
 	for i := range n {

@@ -11,7 +11,7 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// BenchmarkImportStream measures the streaming import (DB.Import) of BENCH.md's workload into a fresh bbolt file,
+// BenchmarkImportStream measures the streaming import (DB.Import) of docs/benchmarks.md's workload into a fresh bbolt file,
 // the way strata import does it (the Shared backend of a data directory), as JSON and as JSON Lines: MB/s of input,
 // every batch and the commit durable. n = 1,000,000 (110 MB of JSON) is skipped under -short. Run:
 //

@@ -15,7 +15,7 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// workloadLines is BENCH.md's document of n elements as JSON Lines.
+// workloadLines is docs/benchmarks.md's document of n elements as JSON Lines.
 func workloadLines(n int) []byte {
 	var b []byte
 	for i := range n {
@@ -112,7 +112,7 @@ func TestImport(t *testing.T) {
 	}
 }
 
-// badTail is BENCH.md's document of n elements with a malformed byte where its last element's first key should be.
+// badTail is docs/benchmarks.md's document of n elements with a malformed byte where its last element's first key should be.
 func badTail(n int) (doc []byte, off int) {
 	doc = workload.JSON(n)
 	doc = doc[:len(doc)-1] // drop ']'

@@ -22,7 +22,7 @@ import (
 const maxImportRSS = 128 << 20
 
 // TestImportMemoryBounded: the real binary, built without the race detector, imports a generated stream of
-// 10,000,000 elements of BENCH.md's workload (1.1 GB of JSON) from stdin, and its peak resident set, as the kernel
+// 10,000,000 elements of docs/benchmarks.md's workload (1.1 GB of JSON) from stdin, and its peak resident set, as the kernel
 // reports it to the parent (getrusage's ru_maxrss), stays within 128 MiB. The time it takes is logged, not asserted.
 // STRATA_IMPORT_ELEMENTS changes the count; -short skips it.
 func TestImportMemoryBounded(t *testing.T) {
