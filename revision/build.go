@@ -406,8 +406,8 @@ type ImportOptions struct {
 	// Lines reads JSON Lines: one JSON value per line (blank lines skipped), stored as the elements of one array,
 	// in order. Empty input is an empty array.
 	Lines bool
-	// Depth is how many levels down the value will be placed in its document (1 for a resource of a database's
-	// root), so that the whole document nests at most MaxDepth deep.
+	// Depth is how many levels below the database root the value will be placed: 0 or 1 for a whole document (a
+	// resource of the root), more for a value inside one, so that its resource nests at most MaxDepth deep.
 	Depth int
 	// BatchBytes is how many bytes of nodes go to the store in one PutNodes (default 4 MiB). One batch is in
 	// flight while the next is built, so the import holds about two.
@@ -420,7 +420,7 @@ func (f *Forest) ImportWith(ctx context.Context, r io.Reader, opts *ImportOption
 	if opts != nil {
 		o = *opts
 	}
-	depth := MaxDepth - max(o.Depth, 0)
+	depth := depthAt(max(o.Depth, 1))
 	var sc *jsonscan.Scanner
 	if o.Lines {
 		depth-- // the array the lines make

@@ -64,22 +64,25 @@ func TestImportLinesErrors(t *testing.T) {
 	}
 }
 
-// TestImportDepth: a value imported to sit k levels down may nest MaxDepth-k levels; JSON Lines elements one less.
+// TestImportDepth: a resource may nest MaxDepth levels, the database root above it not counted; a value imported to
+// sit deeper inside its resource nests that much less, and JSON Lines elements one level less (the array they make).
 func TestImportDepth(t *testing.T) {
 	f, _ := newForest(t)
 	ctx := context.Background()
 	nest := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
-	if _, _, err := f.ImportWith(ctx, strings.NewReader(nest(MaxDepth-1)), &ImportOptions{Depth: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := f.ImportWith(ctx, strings.NewReader(nest(MaxDepth)), &ImportOptions{Depth: 1}); !errors.Is(err, ErrInvalidJSON) {
-		t.Fatalf("%d levels one down: got %v", MaxDepth, err)
-	}
-	if _, _, err := f.ImportWith(ctx, strings.NewReader(nest(MaxDepth-2)), &ImportOptions{Depth: 1, Lines: true}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := f.ImportWith(ctx, strings.NewReader(nest(MaxDepth-1)), &ImportOptions{Depth: 1, Lines: true}); !errors.Is(err, ErrInvalidJSON) {
-		t.Fatalf("%d levels in a line one down: got %v", MaxDepth-1, err)
+	for _, tc := range []struct {
+		depth, levels int
+		lines, ok     bool
+	}{
+		{0, MaxDepth, false, true}, {0, MaxDepth + 1, false, false},
+		{1, MaxDepth, false, true}, {1, MaxDepth + 1, false, false},
+		{2, MaxDepth - 1, false, true}, {2, MaxDepth, false, false},
+		{1, MaxDepth - 1, true, true}, {1, MaxDepth, true, false},
+	} {
+		_, _, err := f.ImportWith(ctx, strings.NewReader(nest(tc.levels)), &ImportOptions{Depth: tc.depth, Lines: tc.lines})
+		if tc.ok && err != nil || !tc.ok && !errors.Is(err, ErrInvalidJSON) {
+			t.Errorf("%d levels at depth %d (lines %v): %v", tc.levels, tc.depth, tc.lines, err)
+		}
 	}
 }
 
