@@ -226,10 +226,17 @@ func covered(hs []hunk, i uint64) bool {
 }
 
 // splitByPosition turns a side's hunks into changes: a run replaced one for one is edits of its elements in place
-// (merged recursively where the other side edited the same element); any other run is one change.
+// (merged recursively where the other side edited the same element); any other run is one change. A run that ends
+// the array and grows it, whose first elements have the shape of those they replace (see sameShape), is those
+// replaced one for one and an append of the rest (the common "edit the last element, append one"), so that both
+// sides' appends stay in order.
 func (a *arrayMerge) splitByPosition(s int, hs []hunk) {
 	for _, h := range hs {
 		nd := len(h.del)
+		if nd > 0 && h.lo+uint64(nd) == a.baseLen && len(h.ins) > nd && allSameShape(h.del, h.ins[:nd]) {
+			a.items[s] = append(a.items[s], &mitem{side: s, lo: a.baseLen, hi: a.baseLen, ins: h.ins[nd:]})
+			h.ins = h.ins[:nd]
+		}
 		if nd > 0 && nd == len(h.ins) {
 			for j := range nd {
 				if h.del[j] != h.ins[j] {
@@ -240,6 +247,40 @@ func (a *arrayMerge) splitByPosition(s int, hs []hunk) {
 		}
 		a.items[s] = append(a.items[s], &mitem{side: s, lo: h.lo, hi: h.lo + uint64(nd), ins: h.ins})
 	}
+}
+
+// allSameShape reports whether each element of x has the shape of the one at its place in y.
+func allSameShape(x, y []string) bool {
+	for i := range x {
+		if !sameShape(x[i], y[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameShape reports whether two elements look like one edited: the same JSON type and, for objects, the same
+// member names (compared only for objects held inline, up to 1 KiB; larger ones never look alike).
+func sameShape(x, y string) bool {
+	vx, vy := Value{x}, Value{y}
+	if vx.Kind() != vy.Kind() {
+		return false
+	}
+	if vx.Kind() != Object {
+		return true
+	}
+	if vx.IsTree() || vy.IsTree() || vx.Len() != vy.Len() {
+		return false
+	}
+	ix, iy := newInlineIter(x), newInlineIter(y)
+	for ix.ok && iy.ok {
+		if ix.key != iy.key {
+			return false
+		}
+		ix.next()
+		iy.next()
+	}
+	return ix.ok == iy.ok
 }
 
 // splitByKey aligns each hunk's elements by key (Myers over the key sequences): an element whose key stays in
