@@ -1,6 +1,7 @@
 package snapshots
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -371,42 +372,55 @@ func (db *DB) PromoteWith(ctx context.Context, branch, into string, w WriteOptio
 	return out, nil
 }
 
-// mergeBase returns the newest common ancestor of two revisions (revision numbers grow along history).
+// mergeBase returns the newest common ancestor of two revisions. Revision numbers grow along history, so it walks
+// back from both at once, always from the highest revision not yet expanded: the first one found to be an ancestor
+// of both is the newest common one (every revision above it has been expanded already). The walk covers the
+// revisions since the two parted, not the whole history.
 func (db *DB) mergeBase(ctx context.Context, a, b uint64) (uint64, error) {
 	var base uint64
 	err := db.be.View(ctx, func(c store.CatalogReader) error {
-		ancestors := func(n uint64) (map[uint64]bool, error) {
-			seen := map[uint64]bool{}
-			stack := []uint64{n}
-			for len(stack) > 0 {
-				x := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				if seen[x] {
-					continue
-				}
-				seen[x] = true
-				rec, err := c.Revision(x)
-				if err != nil {
-					return nil, err
-				}
-				stack = append(stack, rec.Parents...)
+		reached := map[uint64]uint8{a: 1}
+		reached[b] |= 2
+		q := &revHeap{a}
+		if b != a {
+			heap.Push(q, b)
+		}
+		for q.Len() > 0 {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			return seen, nil
-		}
-		sa, err := ancestors(a)
-		if err != nil {
-			return err
-		}
-		sb, err := ancestors(b)
-		if err != nil {
-			return err
-		}
-		for x := range sa {
-			if sb[x] && x > base {
+			x := heap.Pop(q).(uint64)
+			from := reached[x]
+			if from == 3 {
 				base = x
+				return nil
+			}
+			rec, err := c.Revision(x)
+			if err != nil {
+				return err
+			}
+			for _, p := range rec.Parents {
+				if reached[p] == 0 {
+					heap.Push(q, p)
+				}
+				reached[p] |= from
 			}
 		}
 		return nil
 	})
 	return base, err
+}
+
+// revHeap is a max-heap of revision numbers.
+type revHeap []uint64
+
+func (h revHeap) Len() int           { return len(h) }
+func (h revHeap) Less(i, j int) bool { return h[i] > h[j] }
+func (h revHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *revHeap) Push(x any)        { *h = append(*h, x.(uint64)) }
+func (h *revHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

@@ -75,7 +75,9 @@ func TestPromoteArrays(t *testing.T) {
 				}))},
 			{name: "last element changed vs one inserted at the front",
 				base: doc(nil), into: doc(func(es []map[string]any) []map[string]any { es[n-1]["stock"] = 0; return es }),
-				branch: doc(func(es []map[string]any) []map[string]any { return append([]map[string]any{elem(keyed, 100, "first")}, es...) }),
+				branch: doc(func(es []map[string]any) []map[string]any {
+					return append([]map[string]any{elem(keyed, 100, "first")}, es...)
+				}),
 				want: string(doc(func(es []map[string]any) []map[string]any {
 					es[n-1]["stock"] = 0
 					return append([]map[string]any{elem(keyed, 100, "first")}, es...)
@@ -83,7 +85,9 @@ func TestPromoteArrays(t *testing.T) {
 			{name: "one appended vs another appended: both, into's first",
 				base: doc(nil), into: doc(func(es []map[string]any) []map[string]any { return append(es, elem(keyed, 100, "into")) }),
 				branch: doc(func(es []map[string]any) []map[string]any { return append(es, elem(keyed, 200, "branch")) }),
-				want:   string(doc(func(es []map[string]any) []map[string]any { return append(es, elem(keyed, 100, "into"), elem(keyed, 200, "branch")) }))},
+				want: string(doc(func(es []map[string]any) []map[string]any {
+					return append(es, elem(keyed, 100, "into"), elem(keyed, 200, "branch"))
+				}))},
 			{name: "element 1 deleted vs element 5 edited",
 				base: doc(nil), into: doc(func(es []map[string]any) []map[string]any { return append(es[:1], es[2:]...) }),
 				branch: doc(func(es []map[string]any) []map[string]any { es[5]["name"] = "renamed"; return es }),
@@ -97,7 +101,9 @@ func TestPromoteArrays(t *testing.T) {
 				want:   string(doc(func(es []map[string]any) []map[string]any { es[4]["price"], es[4]["stock"] = 40, 0; return es }))},
 			{name: "into edits element 7 vs branch inserts at the front",
 				base: doc(nil), into: doc(func(es []map[string]any) []map[string]any { es[7]["price"] = 70; return es }),
-				branch: doc(func(es []map[string]any) []map[string]any { return append([]map[string]any{elem(keyed, 100, "first")}, es...) }),
+				branch: doc(func(es []map[string]any) []map[string]any {
+					return append([]map[string]any{elem(keyed, 100, "first")}, es...)
+				}),
 				want: string(doc(func(es []map[string]any) []map[string]any {
 					es[7]["price"] = 70
 					return append([]map[string]any{elem(keyed, 100, "first")}, es...)
@@ -352,5 +358,58 @@ func TestPromoteFirstParentHistory(t *testing.T) {
 	dd, _, _, err := db.Diff(ctx, Ref{Revision: m1.Revision}, Ref{Revision: p.Revision}, "cat", nil, nil)
 	if err != nil || dd.Counts.Replaced != 1 || dd.Counts.Added != 1 {
 		t.Fatalf("diff %+v %v", dd, err)
+	}
+}
+
+// TestMergeBase: the newest common ancestor, found by walking back from both heads, is the one a walk of their
+// whole histories finds, through promotions both ways.
+func TestMergeBase(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t, store.NewMemBackend())
+	must(db.Put(ctx, "a", []byte(`0`), WriteOptions{}))
+	must(db.Put(ctx, "b", []byte(`0`), WriteOptions{}))
+	must(db.CreateBranch(ctx, "x", Ref{}, ""))
+	must(db.CreateBranch(ctx, "y", Ref{}, ""))
+	brute := func(a, b uint64) uint64 {
+		anc := func(n uint64) map[uint64]bool {
+			seen := map[uint64]bool{}
+			stack := []uint64{n}
+			for len(stack) > 0 {
+				x := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				if seen[x] {
+					continue
+				}
+				seen[x] = true
+				stack = append(stack, must(db.Resolve(ctx, Ref{Revision: x})).Rev.Parents...)
+			}
+			return seen
+		}
+		sa, sb := anc(a), anc(b)
+		var best uint64
+		for x := range sa {
+			if sb[x] && x > best {
+				best = x
+			}
+		}
+		return best
+	}
+	branches := []string{Main, "x", "y"}
+	for step := 0; step < 60; step++ {
+		from, to := branches[step%3], branches[(step*7+1)%3]
+		res := []string{"a", "b"}[step%2]
+		must(db.Put(ctx, res, []byte(fmt.Sprint(step)), WriteOptions{Branch: from}))
+		if step%4 == 3 && from != to {
+			// Both sides changed different resources only: promotions merge without conflicts.
+			if _, err := db.Promote(ctx, from, to, WriteOptions{}); err != nil && !errors.Is(err, ErrConflict) {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range [][2]string{{Main, "x"}, {"x", "y"}, {Main, "y"}} {
+			ha, hb := must(db.Resolve(ctx, Ref{Branch: p[0]})).Rev.Number, must(db.Resolve(ctx, Ref{Branch: p[1]})).Rev.Number
+			if got, want := must(db.mergeBase(ctx, ha, hb)), brute(ha, hb); got != want {
+				t.Fatalf("step %d: merge base of %d and %d is %d, want %d", step, ha, hb, got, want)
+			}
+		}
 	}
 }
