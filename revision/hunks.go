@@ -22,13 +22,7 @@ func (d *differ) hunks(a, b Value) ([]hunk, error) {
 	}
 	var out []hunk
 	d.onRun = func(aAt, _ uint64, qa, qb []item) error {
-		entries := len(qa) > 0 && len(qb) > 0 // run only hands over two non-empty runs when all are elements
-		var script []edit
-		ok := false
-		if entries {
-			script, ok = myers(qa, qb, d.opts.MaxWork)
-		}
-		if !ok {
+		if len(qa) == 0 || len(qb) == 0 {
 			del, err := d.vals(qa)
 			if err != nil {
 				return err
@@ -40,24 +34,7 @@ func (d *differ) hunks(a, b Value) ([]hunk, error) {
 			out = append(out, hunk{lo: aAt, del: del, ins: ins})
 			return nil
 		}
-		ai, i := 0, 0
-		for i < len(script) {
-			if script[i].kind == '=' {
-				ai++
-				i++
-				continue
-			}
-			h := hunk{lo: aAt + uint64(ai)}
-			for ; i < len(script) && script[i].kind != '='; i++ {
-				if e := script[i]; e.kind == 'd' {
-					h.del = append(h.del, qa[e.a].val)
-					ai++
-				} else {
-					h.ins = append(h.ins, qb[e.b].val)
-				}
-			}
-			out = append(out, h)
-		}
+		out = d.entryHunks(out, aAt, qa, qb) // run hands over two non-empty runs only when all are elements
 		return nil
 	}
 	defer func() { d.onRun = nil }()
@@ -74,6 +51,57 @@ func (d *differ) hunks(a, b Value) ([]hunk, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].lo < out[j].lo })
 	return out, nil
+}
+
+// entryHunks appends the hunks between two runs of elements. Long runs are first split at anchors (elements found
+// once on each side, in order), so that Myers' search only ever covers the short runs between them.
+func (d *differ) entryHunks(out []hunk, aAt uint64, qa, qb []item) []hunk {
+	switch {
+	case len(qa) == 0 && len(qb) == 0:
+		return out
+	case len(qa) == 0 || len(qb) == 0:
+		return append(out, hunk{lo: aAt, del: entryVals(qa), ins: entryVals(qb)})
+	case len(qa)+len(qb) > 64:
+		if anchors := d.anchorsOf(qa, qb); len(anchors) > 0 {
+			ia, ib := 0, 0
+			for _, an := range anchors {
+				out = d.entryHunks(out, aAt+uint64(ia), qa[ia:an[0]], qb[ib:an[1]])
+				ia, ib = an[0]+1, an[1]+1
+			}
+			return d.entryHunks(out, aAt+uint64(ia), qa[ia:], qb[ib:])
+		}
+	}
+	script, ok := myers(qa, qb, d.opts.MaxWork)
+	if !ok {
+		return append(out, hunk{lo: aAt, del: entryVals(qa), ins: entryVals(qb)})
+	}
+	ai, i := 0, 0
+	for i < len(script) {
+		if script[i].kind == '=' {
+			ai++
+			i++
+			continue
+		}
+		h := hunk{lo: aAt + uint64(ai)}
+		for ; i < len(script) && script[i].kind != '='; i++ {
+			if e := script[i]; e.kind == 'd' {
+				h.del = append(h.del, qa[e.a].val)
+				ai++
+			} else {
+				h.ins = append(h.ins, qb[e.b].val)
+			}
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+func entryVals(q []item) []string {
+	out := make([]string, len(q))
+	for i, it := range q {
+		out[i] = it.val
+	}
+	return out
 }
 
 // vals returns the elements of a run of pieces, reading the subtrees among them.

@@ -789,10 +789,35 @@ func (a *arrayMerge) apply(ours Value, comps []*mcomp) (Value, error) {
 		}
 		delta += int64(len(s0)) - int64(c.hi-c.lo)
 	}
+	// The splices that fall in one leaf are made together: one rewrite of the leaf and the path above it.
 	v := ours
-	for k := len(spl) - 1; k >= 0; k-- {
-		var err error
-		if v, err = a.m.t.splice(v, spl[k].at, spl[k].del, spl[k].ins); err != nil {
+	for k := len(spl) - 1; k >= 0; {
+		t := a.m.t
+		loc, err := t.locateIndex(v, spl[k].at)
+		if err != nil {
+			return Value{}, err
+		}
+		start := spl[k].at - uint64(loc.idx)
+		end := start + uint64(len(loc.entries))
+		if spl[k].at+spl[k].del > end { // spans leaves
+			if v, err = t.splice(v, spl[k].at, spl[k].del, spl[k].ins); err != nil {
+				return Value{}, err
+			}
+			k--
+			continue
+		}
+		es := append([]codec.Entry(nil), loc.entries...)
+		for ; k >= 0 && spl[k].at >= start && spl[k].at+spl[k].del <= end; k-- {
+			i := int(spl[k].at - start)
+			tail := es[i+int(spl[k].del):]
+			next := make([]codec.Entry, 0, len(es)-int(spl[k].del)+len(spl[k].ins))
+			next = append(next, es[:i]...)
+			for _, val := range spl[k].ins {
+				next = append(next, codec.Entry{Val: val})
+			}
+			es = append(next, tail...)
+		}
+		if v, err = t.replaceLeaf(loc, es); err != nil {
 			return Value{}, err
 		}
 	}

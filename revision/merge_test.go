@@ -332,4 +332,3 @@ func TestMergeCostFollowsChange(t *testing.T) {
 	}
 	t.Logf("%d node reads", res.NodeReads)
 }
-

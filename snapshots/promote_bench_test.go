@@ -15,7 +15,7 @@ import (
 // on bbolt) into main, which made 50 changes of its own since the branch left it: a three-way merge committed as a
 // revision with two parents. Each side's changes are 80% member edits, 10% inserts and 10% deletes at distinct
 // places, so the array's length moves and it merges by diff3. The cost must follow the changes, not n:
-// node-reads/op is how many nodes the merge read; commit-50-ms is, for scale, what main's own commit of its 50
+// node-reads/op is how many nodes the merge read, new-nodes/op how many it wrote; commit-50-ms is, for scale, what main's own commit of its 50
 // changes (one patch) took.
 //
 //	go test -run='^$' -bench=BenchmarkPromote -benchtime=20x ./snapshots/
@@ -23,7 +23,7 @@ func BenchmarkPromote(b *testing.B) {
 	const k = 50
 	forWorkload(b, func(b *testing.B, n int, s *storageState) {
 		ctx := context.Background()
-		reads := 0
+		reads, written := 0, 0
 		var patchTime time.Duration
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -49,7 +49,7 @@ func BenchmarkPromote(b *testing.B) {
 			if p.FastForward {
 				b.Fatal("a fast-forward: nothing merged")
 			}
-			reads = p.NodeReads
+			reads, written = p.NodeReads, p.NewNodes
 		}
 		b.StopTimer()
 		v, _, err := s.db.Get(ctx, Ref{}, "users", nil)
@@ -57,6 +57,7 @@ func BenchmarkPromote(b *testing.B) {
 			b.Fatalf("main has %d elements, want %d (%v)", v.Len(), n, err)
 		}
 		b.ReportMetric(float64(reads), "node-reads/op")
+		b.ReportMetric(float64(written), "new-nodes/op")
 		b.ReportMetric(float64(patchTime.Microseconds())/1000/float64(b.N), "commit-50-ms")
 	})
 }
