@@ -13,7 +13,9 @@ import (
 //
 //   - a change only one side made is taken: inserts at different places, deletes and edits of different elements;
 //   - the same change on both sides is taken once;
-//   - both sides inserting at the end of the array keep both, ours first, then theirs;
+//   - both sides inserting at the end of the array keep both, ours first, then theirs (by position, a side that
+//     replaced its last elements by more of the same shape, as in "edit the last element and append one", counts
+//     as editing those and appending the rest);
 //   - an element both sides edited in place (a one-for-one replacement, or, for keyed elements, the same key) is
 //     merged recursively, so that a member edit inside element 5 merges with a member edit of another member of it
 //     and with a delete of element 1;
@@ -26,8 +28,9 @@ import (
 // its identity when it is edited, and when it is moved its content follows it, so edits merge member by member
 // whatever the other side inserted, deleted or moved around it. An element both sides moved to different places,
 // added at different places, or that one side removed while the other moved it, is a conflict at its base path.
-// When the key is missing from an element read, is not a scalar, or repeats, the array is aligned by position.
-// Elements outside the changed runs are not read, so a key repeated only there is not seen.
+// Keys compare exactly as stored: 1 and 1.0, or 1 and "1", are different keys. When the key is missing from an
+// element read, is not a string or number, or repeats, the array is aligned by position. Elements outside the
+// changed runs are not read (that is what keeps the cost with the change), so a key repeated only there is not seen.
 //
 // When the conflicts of one array cannot be told apart (two would have the same path), the whole array is one
 // conflict at its own path.
@@ -121,8 +124,8 @@ func (m *merger) alignedArray(p Pointer, base, ours, theirs Value) (Value, error
 	for s := range hs {
 		if a.keys == nil {
 			a.splitByPosition(s, hs[s])
-		} else if err := a.splitByKey(s, hs[s]); err != nil {
-			return Value{}, err
+		} else {
+			a.splitByKey(s, hs[s])
 		}
 	}
 	var detached [2][]*mitem
@@ -209,11 +212,11 @@ func (m *merger) keysOf(name string, hs [2][]hunk, bval map[uint64]string) (*key
 			if covered(hs[s], i) {
 				continue
 			}
-			if key := k.of[val]; seen[key] {
+			key := k.of[val]
+			if seen[key] {
 				return nil, nil
-			} else {
-				seen[key] = true
 			}
+			seen[key] = true
 		}
 	}
 	return k, nil
@@ -285,7 +288,7 @@ func sameShape(x, y string) bool {
 
 // splitByKey aligns each hunk's elements by key (Myers over the key sequences): an element whose key stays in
 // place is an edit of it; the rest are runs of keys removed from and put in place.
-func (a *arrayMerge) splitByKey(s int, hs []hunk) error {
+func (a *arrayMerge) splitByKey(s int, hs []hunk) {
 	a.dset[s], a.iset[s], a.eset[s] = map[string]bool{}, map[string]string{}, map[string]string{}
 	tokens := func(vals []string) []item {
 		out := make([]item, len(vals))
@@ -333,7 +336,6 @@ func (a *arrayMerge) splitByKey(s int, hs []hunk) error {
 			add(&mitem{side: s, lo: h.lo + uint64(a0), hi: h.lo + uint64(ai), ins: h.ins[b0:bi]})
 		}
 	}
-	return nil
 }
 
 // moved reports whether side s put the base element with key k in another place.
