@@ -75,6 +75,10 @@ type differ struct {
 	lisPrev     []int
 	// the two runs trim works on (trim does not recurse)
 	trimA, trimB side
+
+	// onRun, when set, receives each run of pieces that differ (aAt and bAt: where the runs begin in a and in b)
+	// instead of the run being reported as operations: the three-way merge collects hunks with it.
+	onRun func(aAt, bAt uint64, qa, qb []item) error
 }
 
 var errTruncated = fmt.Errorf("%w: diff truncated", ErrLimit)
@@ -707,12 +711,13 @@ func (d *differ) array(p Pointer, a, b Value) error {
 	if err != nil {
 		return err
 	}
-	return d.run(p, qa, qb, 0)
+	return d.run(p, qa, qb, 0, 0)
 }
 
-// trim drops the common prefix and suffix of two runs, opening subtrees until the first (last) difference. Opened
-// nodes are walked in place; only what is left is copied.
-func (d *differ) trim(qa, qb []item, at uint64) ([]item, []item, uint64, error) {
+// trim drops the common prefix and suffix of two runs, opening subtrees until the first (last) difference, and
+// returns how many elements the prefix held. Opened nodes are walked in place; only what is left is copied.
+func (d *differ) trim(qa, qb []item) ([]item, []item, uint64, error) {
+	var at uint64
 	sa, sb := &d.trimA, &d.trimB
 	sa.init(qa)
 	sb.init(qb)
@@ -748,15 +753,23 @@ func (d *differ) trim(qa, qb []item, at uint64) ([]item, []item, uint64, error) 
 	return sa.flat(), sb.flat(), at, nil
 }
 
-// run diffs two runs of array pieces; at is the index, in the array as the previous operations left it, where the
-// runs begin.
-func (d *differ) run(p Pointer, qa, qb []item, at uint64) error {
+// run diffs two runs of array pieces; at is the index, in the array as the previous operations left it (that is,
+// in b), where the runs begin, and aAt the same index in a.
+func (d *differ) run(p Pointer, qa, qb []item, at, aAt uint64) error {
 	for {
+		var skip uint64
 		var err error
-		if qa, qb, at, err = d.trim(qa, qb, at); err != nil {
+		if qa, qb, skip, err = d.trim(qa, qb); err != nil {
 			return err
 		}
+		at, aAt = at+skip, aAt+skip
+		if len(qa) == 0 && len(qb) == 0 {
+			return nil
+		}
 		if len(qa) == 0 || len(qb) == 0 {
+			if d.onRun != nil {
+				return d.onRun(aAt, at, qa, qb)
+			}
 			return d.removeAdd(p, qa, qb, at)
 		}
 		allEntries := true
@@ -767,19 +780,23 @@ func (d *differ) run(p Pointer, qa, qb []item, at uint64) error {
 			allEntries = allEntries && it.isEntry()
 		}
 		if allEntries {
+			if d.onRun != nil {
+				return d.onRun(aAt, at, qa, qb)
+			}
 			return d.elements(p, qa, qb, at)
 		}
 		// Split at anchors: pieces found exactly once on each side, in the same order.
 		if anchors := d.anchorsOf(qa, qb); len(anchors) > 0 {
 			ia, ib := 0, 0
 			for _, an := range anchors {
-				if err := d.run(p, qa[ia:an[0]], qb[ib:an[1]], at); err != nil {
+				if err := d.run(p, qa[ia:an[0]], qb[ib:an[1]], at, aAt); err != nil {
 					return err
 				}
 				at += sumCount(qb[ib:an[1]]) + qb[an[1]].count()
+				aAt += sumCount(qa[ia:an[0]]) + qa[an[0]].count()
 				ia, ib = an[0]+1, an[1]+1
 			}
-			return d.run(p, qa[ia:], qb[ib:], at)
+			return d.run(p, qa[ia:], qb[ib:], at, aAt)
 		}
 		// No anchors at this granularity: open the largest pieces on both sides and try again.
 		if qa, err = d.expandTop(qa); err != nil {

@@ -22,6 +22,8 @@ var (
 	ErrTestFailed = errors.New("test failed")
 	// ErrLimit: a caller-set limit (diff work, output size) was reached.
 	ErrLimit = errors.New("limit exceeded")
+	// ErrResolution: a merge resolution names a path that is not in conflict, or a side that is not ours or theirs.
+	ErrResolution = errors.New("invalid resolution")
 )
 
 // PathError reports a failure at a JSON Pointer inside a document.

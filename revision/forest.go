@@ -46,11 +46,13 @@ type reader struct {
 	f       *Forest
 	ctx     context.Context
 	overlay map[store.Hash]*codec.Node
+	reads   int // nodes read (from the overlay, the cache or the store): the cost of what the reader did
 }
 
 func (f *Forest) reader(ctx context.Context) *reader { return &reader{f: f, ctx: ctx} }
 
 func (r *reader) node(h store.Hash) (*codec.Node, error) {
+	r.reads++
 	if n, ok := r.overlay[h]; ok {
 		return n, nil
 	}
@@ -79,6 +81,7 @@ func (r *reader) decode(h store.Hash, raw []byte) (*codec.Node, error) {
 // nodes loads the nodes behind a list of children with one store call, so that a scan of many siblings does not
 // pay one round trip each.
 func (r *reader) nodes(children []codec.Child) ([]*codec.Node, error) {
+	r.reads += len(children)
 	out := make([]*codec.Node, len(children))
 	var missing []store.Hash
 	var at []int

@@ -1,6 +1,7 @@
 package snapshots
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -249,94 +250,179 @@ func (db *DB) Diff(ctx context.Context, from, to Ref, resource string, path revi
 type PromoteResult struct {
 	*Result
 	FastForward bool
-	Conflicts   []revision.Conflict
+	// Conflicts are the paths both branches changed in ways that cannot both be kept and that the resolutions did
+	// not settle; Resolved those they did. In each, Ours is the value on the branch promoted into (into) and Theirs
+	// the value on the branch promoted (branch); array indexes in paths count positions at the merge base. Read
+	// their values with ConflictForest: runs of elements are built by the merge and are in no store.
+	Conflicts []revision.Conflict
+	Resolved  []revision.Conflict
+	// NodeReads is how many nodes the three-way merge read (0 for a fast-forward): it grows with what both
+	// branches changed since they parted, not with the documents.
+	NodeReads int
+	forest    *revision.Forest
 }
 
-// Promote brings a branch's changes into another (default main): a fast-forward when the target has not moved since
-// the branch left it (its head simply moves), else a three-way merge by path as a new revision with two parents.
-// Conflicting paths are reported and nothing is written.
+// ConflictForest reads the values of the conflicts (and of the resolved ones).
+func (p *PromoteResult) ConflictForest() *revision.Forest { return p.forest }
+
+// The sides a promote resolution takes (PromoteOptions.Resolve).
+const (
+	ResolveInto   = "into"   // keep the value of the branch promoted into
+	ResolveBranch = "branch" // take the value of the branch promoted
+)
+
+// PromoteOptions adjusts the three-way merge of a promotion.
+type PromoteOptions struct {
+	// Resolve settles conflicts: a JSON Pointer exactly as PromoteResult.Conflicts reports it (beginning with the
+	// resource, "/cat/items/3/price") → ResolveInto or ResolveBranch. Nothing is written unless every conflict is
+	// settled, and a pointer that is not in conflict is refused (ErrInvalidArgument).
+	Resolve map[string]string
+	// Keys names, for the array at a JSON Pointer (beginning with the resource: "/catalog/items"), the member that
+	// identifies its elements instead of "id" ("" aligns that array by position). Elements are aligned by key only
+	// when every element the merge reads carries a unique string or number there; otherwise by position.
+	Keys map[string]string
+}
+
+// Promote is PromoteWith without options.
 func (db *DB) Promote(ctx context.Context, branch, into string, w WriteOptions) (*PromoteResult, error) {
+	return db.PromoteWith(ctx, branch, into, w, PromoteOptions{})
+}
+
+// PromoteWith brings a branch's changes into another (default main): a fast-forward when the target has not moved
+// since the branch left it (its head simply moves), else a three-way merge as a new revision with two parents (the
+// target's head first, so first-parent history stays the target's own). Objects merge member by member and arrays
+// element by element (revision.Forest.Merge). Conflicts the resolutions do not settle are reported and nothing is
+// written.
+func (db *DB) PromoteWith(ctx context.Context, branch, into string, w WriteOptions, o PromoteOptions) (*PromoteResult, error) {
 	if into == "" {
 		into = Main
 	}
 	if branch == into {
 		return nil, invalid("cannot promote branch %s into itself", branch)
 	}
+	mo := &revision.MergeOptions{Keys: o.Keys}
+	if len(o.Resolve) > 0 {
+		mo.Resolve = make(map[string]string, len(o.Resolve))
+		for p, side := range o.Resolve {
+			switch side {
+			case ResolveInto:
+				mo.Resolve[p] = revision.Ours
+			case ResolveBranch:
+				mo.Resolve[p] = revision.Theirs
+			default:
+				return nil, invalid("resolution %q for %q: use %q (keep %s's value) or %q (take %s's)", side, p, ResolveInto, into, ResolveBranch, branch)
+			}
+		}
+	}
 	src, err := db.Resolve(ctx, Ref{Branch: branch})
 	if err != nil {
 		return nil, err
 	}
 	w.Branch = into
-	var conflicts []revision.Conflict
-	ff := false
+	out := &PromoteResult{forest: db.forest}
 	res, err := db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
+		out.FastForward, out.Conflicts, out.Resolved, out.NodeReads = false, nil, nil, 0
 		base, err := db.mergeBase(ctx, head.Rev.Number, src.Rev.Number)
 		if err != nil {
 			return nil, nil, err
 		}
-		if base == src.Rev.Number {
-			return &revision.Change{Root: head.Root}, nil, nil // nothing to bring
-		}
-		if base == head.Rev.Number {
-			ff = true
+		if base == src.Rev.Number || base == head.Rev.Number {
+			if len(mo.Resolve) > 0 {
+				how := "it is already part of " + into
+				if base == head.Rev.Number {
+					how = into + " has not moved since it left (a fast-forward)"
+				}
+				return nil, nil, invalid("promoting %s into %s has no conflicts (%s): drop the resolutions", branch, into, how)
+			}
+			if base == src.Rev.Number {
+				return &revision.Change{Root: head.Root}, nil, nil // nothing to bring
+			}
+			out.FastForward = true
 			return &revision.Change{Root: src.Root}, []uint64{src.Rev.Number}, nil
 		}
 		bs, err := db.Resolve(ctx, Ref{Revision: base})
 		if err != nil {
 			return nil, nil, err
 		}
-		c, cs, err := f.Merge(ctx, bs.Root, head.Root, src.Root)
+		mr, err := f.Merge(ctx, bs.Root, head.Root, src.Root, mo)
 		if err != nil {
+			if errors.Is(err, revision.ErrResolution) {
+				err = fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+			}
 			return nil, nil, err
 		}
-		if len(cs) > 0 {
-			conflicts = cs
-			return nil, nil, &ConflictError{Msg: fmt.Sprintf("promoting %s into %s conflicts at %d path(s), first %s; nothing was written", branch, into, len(cs), cs[0])}
+		out.Conflicts, out.Resolved, out.NodeReads = mr.Conflicts, mr.Resolved, mr.NodeReads
+		if len(mr.Nodes) > 0 {
+			ov := &overlay{base: db.be, nodes: map[store.Hash][]byte{}}
+			if _, err := ov.PutNodes(ctx, mr.Nodes); err != nil {
+				return nil, nil, err
+			}
+			out.forest = db.forest.WithStore(ov)
 		}
-		return c, []uint64{src.Rev.Number}, nil
+		if cs := mr.Conflicts; len(cs) > 0 {
+			return nil, nil, &ConflictError{Msg: fmt.Sprintf("promoting %s into %s conflicts at %d path(s), first %s; nothing was written (settle each with a resolution: %q or %q)", branch, into, len(cs), cs[0], ResolveInto, ResolveBranch)}
+		}
+		return mr.Change, []uint64{src.Rev.Number}, nil
 	})
 	if err != nil {
-		return &PromoteResult{Conflicts: conflicts}, err
+		if len(out.Conflicts) == 0 {
+			return &PromoteResult{}, err
+		}
+		return out, err
 	}
-	return &PromoteResult{Result: res, FastForward: ff}, nil
+	out.Result = res
+	return out, nil
 }
 
-// mergeBase returns the newest common ancestor of two revisions (revision numbers grow along history).
+// mergeBase returns the newest common ancestor of two revisions. Revision numbers grow along history, so it walks
+// back from both at once, always from the highest revision not yet expanded: the first one found to be an ancestor
+// of both is the newest common one (every revision above it has been expanded already). The walk covers the
+// revisions since the two parted, not the whole history.
 func (db *DB) mergeBase(ctx context.Context, a, b uint64) (uint64, error) {
 	var base uint64
 	err := db.be.View(ctx, func(c store.CatalogReader) error {
-		ancestors := func(n uint64) (map[uint64]bool, error) {
-			seen := map[uint64]bool{}
-			stack := []uint64{n}
-			for len(stack) > 0 {
-				x := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				if seen[x] {
-					continue
-				}
-				seen[x] = true
-				rec, err := c.Revision(x)
-				if err != nil {
-					return nil, err
-				}
-				stack = append(stack, rec.Parents...)
+		reached := map[uint64]uint8{a: 1}
+		reached[b] |= 2
+		q := &revHeap{a}
+		if b != a {
+			heap.Push(q, b)
+		}
+		for q.Len() > 0 {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			return seen, nil
-		}
-		sa, err := ancestors(a)
-		if err != nil {
-			return err
-		}
-		sb, err := ancestors(b)
-		if err != nil {
-			return err
-		}
-		for x := range sa {
-			if sb[x] && x > base {
+			x := heap.Pop(q).(uint64)
+			from := reached[x]
+			if from == 3 {
 				base = x
+				return nil
+			}
+			rec, err := c.Revision(x)
+			if err != nil {
+				return err
+			}
+			for _, p := range rec.Parents {
+				if reached[p] == 0 {
+					heap.Push(q, p)
+				}
+				reached[p] |= from
 			}
 		}
 		return nil
 	})
 	return base, err
+}
+
+// revHeap is a max-heap of revision numbers.
+type revHeap []uint64
+
+func (h revHeap) Len() int           { return len(h) }
+func (h revHeap) Less(i, j int) bool { return h[i] > h[j] }
+func (h revHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *revHeap) Push(x any)        { *h = append(*h, x.(uint64)) }
+func (h *revHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
