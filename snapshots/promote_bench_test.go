@@ -11,7 +11,7 @@ import (
 	"github.com/strata-db/strata/revision"
 )
 
-// BenchmarkPromote measures promoting a branch that made 50 changes to BENCH.md's document (an array of n objects,
+// BenchmarkPromote measures promoting a branch that made 50 changes to docs/benchmarks.md's document (an array of n objects,
 // on bbolt) into main, which made 50 changes of its own since the branch left it: a three-way merge committed as a
 // revision with two parents. Each side's changes are 80% member edits, 10% inserts and 10% deletes at distinct
 // places, so the array's length moves and it merges by diff3. The cost must follow the changes, not n:
