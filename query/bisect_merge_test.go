@@ -44,7 +44,7 @@ func TestBisectMergeRevisions(t *testing.T) {
 		{`.items[0].n == 1`, m1},
 		{`.items[1].n == 6`, m2},
 	} {
-		r, err := e.Bisect(ctx, db, "", "cat", c.pred, nil, 0, 0)
+		r, err := e.Bisect(ctx, db, BisectRequest{Resource: "cat", Predicate: c.pred})
 		if err != nil {
 			t.Fatal(err)
 		}
