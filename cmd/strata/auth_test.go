@@ -6,7 +6,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -16,11 +15,9 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,8 +26,6 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/strata-db/strata/gate"
 )
 
 // Tokens of the tests: 43 characters each.
@@ -700,46 +695,4 @@ func stdioTools(t *testing.T, s *session, extra ...string) map[string]bool {
 		t.Fatalf("strata mcp exited %d: %s", code, stderr.String())
 	}
 	return names
-}
-
-// TestAuthOnRefusedHook: the audit hook hears of every refusal, with the principal when one was authenticated, and
-// refused requests never reach the MCP handler.
-func TestAuthOnRefusedHook(t *testing.T) {
-	rl := &gate.RateLimit{PerSecond: 0.001, Burst: 1}
-	b := &mcpBackend{settings: &gate.Settings{RateLimit: rl}, logger: mcpLogger(io.Discard)}
-	tokens := []tokenEntry{{principal: "alice", digest: sha256.Sum256([]byte(aliceToken))}}
-	g := newAuthGate(tokens, "ada", b)
-	var mu sync.Mutex
-	var heard []string
-	g.onRefused = func(principal, remote, decision string) {
-		mu.Lock()
-		defer mu.Unlock()
-		heard = append(heard, principal+"|"+remote+"|"+decision)
-	}
-	var reached []string
-	h := g.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reached = append(reached, principalFrom(r.Context()))
-	}))
-	do := func(auth string) int {
-		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader("{}"))
-		req.RemoteAddr = "192.0.2.7:5555"
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		return w.Code
-	}
-	codes := []int{do(""), do("Bearer " + aliceToken), do("Bearer " + aliceToken)}
-	if want := []int{401, 200, 429}; !slices.Equal(codes, want) {
-		t.Fatalf("statuses %v, want %v", codes, want)
-	}
-	want := []string{"|192.0.2.7|unauthenticated", "alice|192.0.2.7|rate_limited"}
-	if !slices.Equal(heard, want) || !slices.Equal(reached, []string{"alice"}) {
-		t.Fatalf("heard %q, reached %q", heard, reached)
-	}
-	g.onRefused = nil // nil-safe
-	if code := do(""); code != 401 {
-		t.Fatalf("status %d", code)
-	}
 }

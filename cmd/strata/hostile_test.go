@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-db/strata/transport"
 )
 
 // docs/security.md T13: hostile bytes on both transports get the right JSON-RPC error or HTTP status, and the server
@@ -75,9 +77,9 @@ func TestServeHostileRequests(t *testing.T) {
 // TestServeSlowClients: a client sending its headers, or its body, slower than the server's timeouts is cut off,
 // and other clients are served meanwhile.
 func TestServeSlowClients(t *testing.T) {
-	oldHeader, oldBody := readHeaderTimeout, bodyReadTimeout
-	readHeaderTimeout, bodyReadTimeout = 300*time.Millisecond, 500*time.Millisecond
-	t.Cleanup(func() { readHeaderTimeout, bodyReadTimeout = oldHeader, oldBody })
+	oldHeader, oldBody := transport.ReadHeaderTimeout, transport.BodyReadTimeout
+	transport.ReadHeaderTimeout, transport.BodyReadTimeout = 300*time.Millisecond, 500*time.Millisecond
+	t.Cleanup(func() { transport.ReadHeaderTimeout, transport.BodyReadTimeout = oldHeader, oldBody })
 	s := newSession(t, false, nil)
 	s.setup()
 	sv := startServe(t, s, "--token-file", tokenFile(t, "alice "+aliceToken))
@@ -226,7 +228,7 @@ func TestMCPStdioBadLines(t *testing.T) {
 		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `"code":-32600`},
 		{"not a message", `{"jsonrpc":"2.0","id":5}`, `"id":5,"error":{"code":-32600`},
 		{"two values", `{"jsonrpc":"2.0","id":6,"method":"ping"} {"x":1}`, `"code":-32700`},
-		{"too long", `{"x":"` + strings.Repeat("x", maxStdioLine) + `"}`, `"code":-32600`},
+		{"too long", `{"x":"` + strings.Repeat("x", transport.MaxStdioLine) + `"}`, `"code":-32600`},
 		{"ping before initialize", `{"jsonrpc":"2.0","id":"p1","method":"ping"}`, `"id":"p1"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
@@ -20,6 +16,7 @@ import (
 	strataMCP "github.com/strata-db/strata/mcp"
 	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/snapshots"
+	"github.com/strata-db/strata/transport"
 )
 
 // mcpFlags are the flags `strata mcp` and `strata serve` share.
@@ -97,8 +94,8 @@ func serveMCP(ctx context.Context, in io.Reader, out, stderr io.Writer, g *globa
 		return err
 	}
 	fmt.Fprintf(stderr, "strata mcp: serving %s over stdio, writes %s\n", b.dir.Path(), b.mode())
-	w := &syncWriter{w: out}
-	err = srv.Run(ctx, &mcpsdk.IOTransport{Reader: newStdioFramer(in, w), Writer: w})
+	w := &transport.SyncWriter{W: out}
+	err = srv.Run(ctx, &mcpsdk.IOTransport{Reader: transport.NewStdioFramer(in, w), Writer: w})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil // interrupted, or the client went away: a normal end
 	}
@@ -106,7 +103,7 @@ func serveMCP(ctx context.Context, in io.Reader, out, stderr io.Writer, g *globa
 }
 
 // mcpBackend is what the MCP servers of `strata mcp` and `strata serve` share: the operator's settings, the data
-// directory and the query engine. It builds the server of each principal.
+// directory, the query engine, the audit log, and the gate over them. It builds the server of each principal.
 type mcpBackend struct {
 	settings *gate.Settings
 	dir      *snapshots.Dir
@@ -114,8 +111,17 @@ type mcpBackend struct {
 	logger   *slog.Logger
 	// audit is the data directory's audit log: every call of every principal goes into it.
 	audit *audit.Log
+	gate  *gate.Gate
 	// transport names the transport in audit records.
 	transport string
+
+	mu      sync.Mutex
+	servers map[string]*principalServer // strata serve: one server per principal, made on its first request
+}
+
+type principalServer struct {
+	once sync.Once
+	srv  *mcpsdk.Server
 }
 
 // loadSettings reads --config (if given) and combines it with --writes. A missing or bad file, or a --writes flag
@@ -167,6 +173,13 @@ func openMCP(g *globalOptions, f *mcpFlags, logger *slog.Logger, check func(s *g
 		b.dir.Close()
 		return nil, fmt.Errorf("opening the audit log: %w", err)
 	}
+	if b.gate, err = gate.New(b.dir, &gate.Options{Engine: b.engine, Audit: b.audit, Logger: logger}); err != nil {
+		b.audit.Close()
+		b.engine.Close()
+		b.dir.Close()
+		return nil, err
+	}
+	b.servers = map[string]*principalServer{}
 	return b, nil
 }
 
@@ -178,20 +191,40 @@ func (b *mcpBackend) mode() string {
 	return b.settings.Writes
 }
 
-// config is the server configuration of one principal.
-func (b *mcpBackend) config(principal string) strataMCP.Config {
-	p := b.settings.For(principal)
-	return strataMCP.Config{Writes: p.Mode, Protected: p.Protected, Principal: p.Name, Policy: p.Policy, Scope: p.Scope,
-		PlanTTL: p.PlanTTL, MaxOutputChars: b.settings.MaxOutputChars, MaxConcurrentQueries: b.settings.MaxConcurrentQueries,
-		Version: currentVersion().Version, Logger: b.logger, Engine: b.engine, Audit: b.audit, Transport: b.transport}
+// server builds the MCP server of one principal, over its actor of the gate.
+func (b *mcpBackend) server(principal string) (*mcpsdk.Server, error) {
+	actor, err := b.gate.As(b.settings.For(principal))
+	if err != nil {
+		return nil, err
+	}
+	return strataMCP.NewServerFor(actor, strataMCP.Config{MaxOutputChars: b.settings.MaxOutputChars,
+		MaxConcurrentQueries: b.settings.MaxConcurrentQueries, Version: currentVersion().Version, Logger: b.logger,
+		Transport: b.transport})
 }
 
-// server builds the MCP server of one principal.
-func (b *mcpBackend) server(principal string) (*mcpsdk.Server, error) {
-	return strataMCP.NewServer(b.dir, b.config(principal))
+// serverOf is the server of a principal for strata serve: made on its first request and kept (nil when it cannot
+// be built: the go-sdk then answers 400, and the log says why).
+func (b *mcpBackend) serverOf(principal string) *mcpsdk.Server {
+	b.mu.Lock()
+	ps := b.servers[principal]
+	if ps == nil {
+		ps = &principalServer{}
+		b.servers[principal] = ps
+	}
+	b.mu.Unlock()
+	ps.once.Do(func() {
+		srv, err := b.server(principal)
+		if err != nil {
+			b.logger.Error("cannot build the MCP server of a principal", "principal", principal, "error", err)
+			return
+		}
+		ps.srv = srv
+	})
+	return ps.srv
 }
 
 func (b *mcpBackend) close() error {
+	b.gate.Close()
 	b.engine.Close()
 	b.audit.Close()
 	return b.dir.Close()
@@ -214,137 +247,4 @@ func (b *mcpBackend) refused(principal, remote, decision string) {
 // mcpLogger logs the server's warnings to stderr (stdout may be the protocol stream).
 func mcpLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// syncWriter serialises whole writes: the framer's error answers and the server's messages share stdout.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func (*syncWriter) Close() error { return nil }
-
-// maxStdioLine bounds one line of stdin (one JSON-RPC message), as the HTTP transport bounds a body.
-const maxStdioLine = maxBodyBytes
-
-// stdioFramer splits stdin into lines and passes on only those that are one JSON-RPC message. The go-sdk decodes
-// stdin as one JSON stream and ends the session at the first malformed byte (docs/security.md T13); here a bad line is
-// answered with a JSON-RPC error (parse error, or invalid request) and skipped, and the session goes on. Blank lines
-// are skipped. Batches are refused: MCP dropped them in 2025-06-18, and the go-sdk ends the session on one it does
-// not accept.
-type stdioFramer struct {
-	r       *bufio.Reader
-	out     io.Writer
-	pending []byte // the rest of the line being handed over
-	err     error
-}
-
-func newStdioFramer(in io.Reader, out io.Writer) io.ReadCloser {
-	return &stdioFramer{r: bufio.NewReaderSize(in, 64<<10), out: out}
-}
-
-func (f *stdioFramer) Close() error { return nil }
-
-func (f *stdioFramer) Read(p []byte) (int, error) {
-	for len(f.pending) == 0 {
-		if f.err != nil {
-			return 0, f.err
-		}
-		line, err := f.readLine()
-		if err != nil {
-			f.err = err
-		}
-		if line != nil {
-			f.pending = line
-		}
-	}
-	n := copy(p, f.pending)
-	f.pending = f.pending[n:]
-	return n, nil
-}
-
-// readLine returns the next acceptable line, with its newline, or nil when the line was skipped.
-func (f *stdioFramer) readLine() ([]byte, error) {
-	var line []byte
-	tooLong := false
-	for {
-		chunk, err := f.r.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(chunk) > maxStdioLine {
-				tooLong, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if tooLong {
-			f.reject(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes; skipped", maxStdioLine))
-			return nil, err
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			return nil, err
-		}
-		if !f.check(line) {
-			return nil, err
-		}
-		// Only the message and its newline: the go-sdk ends the session on anything after a value but a newline.
-		return append(bytes.TrimSpace(line), '\n'), err
-	}
-}
-
-// check reports whether a line is one JSON-RPC message, and answers it with an error when it is not.
-func (f *stdioFramer) check(line []byte) bool {
-	line = bytes.TrimSpace(line)
-	if !json.Valid(line) {
-		f.reject(nil, jsonrpc.CodeParseError, "parse error: the line is not one JSON value")
-		return false
-	}
-	if line[0] == '[' {
-		f.reject(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported: send one message per line")
-		return false
-	}
-	msg, err := jsonrpc.DecodeMessage(line)
-	if res, ok := msg.(*jsonrpc.Response); err == nil && ok && res.Result == nil && res.Error == nil {
-		err = errors.New("a response with neither result nor error")
-	}
-	if err != nil {
-		f.reject(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
-		return false
-	}
-	return true
-}
-
-// idOf is the id of a malformed message, when it is a valid id (null otherwise).
-func idOf(line []byte) any {
-	var m struct {
-		ID any `json:"id"`
-	}
-	if json.Unmarshal(line, &m) != nil {
-		return nil
-	}
-	if _, err := jsonrpc.MakeID(m.ID); err != nil {
-		return nil
-	}
-	return m.ID
-}
-
-// reject answers a line that is not passed on with a JSON-RPC error response.
-func (f *stdioFramer) reject(id any, code int64, msg string) {
-	data, err := json.Marshal(struct {
-		JSONRPC string        `json:"jsonrpc"`
-		ID      any           `json:"id"`
-		Error   jsonrpc.Error `json:"error"`
-	}{"2.0", id, jsonrpc.Error{Code: code, Message: msg}})
-	if err != nil {
-		return
-	}
-	f.out.Write(append(data, '\n'))
 }

@@ -6,13 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"mime"
 	"net"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,25 +15,15 @@ import (
 
 	"github.com/strata-db/strata/audit"
 	"github.com/strata-db/strata/gate"
+	"github.com/strata-db/strata/transport"
 )
 
-// Limits of the HTTP transport.
+// Limits of the HTTP transport (the rest are package transport's).
 const (
-	defaultListen = "127.0.0.1:7411"
-	// maxBodyBytes caps one request body; a bigger one is refused with 413 before it is parsed.
-	maxBodyBytes = 4 << 20
 	// sessionIdle closes a session after this long without a request from its client.
 	sessionIdle = 30 * time.Minute
 	// shutdownGrace is how long a shutdown waits for requests in flight before closing connections.
 	shutdownGrace = 5 * time.Second
-)
-
-// Timeouts against slow clients (slowloris); variables so that tests can shorten them.
-var (
-	// readHeaderTimeout bounds the time a client may take to send a request's headers.
-	readHeaderTimeout = 10 * time.Second
-	// bodyReadTimeout bounds the time a client may take to send one request body.
-	bodyReadTimeout = 30 * time.Second
 )
 
 type serveOptions struct {
@@ -48,7 +33,7 @@ type serveOptions struct {
 	tlsCert   string
 	tlsKey    string
 	// onRefused, when set, hears of every request refused for want of authentication or over a rate limit (the
-	// audit log's hook); see gate.onRefused.
+	// audit log's hook); see transport.AuthOptions.OnRefused.
 	onRefused func(principal, remote, decision string)
 }
 
@@ -104,62 +89,31 @@ tokens the OS user running the server.`,
 		}),
 	}
 	o.register(cmd, "agents")
-	cmd.Flags().StringVar(&o.listen, "listen", defaultListen, "address to listen on (loopback only without --token-file)")
+	cmd.Flags().StringVar(&o.listen, "listen", transport.DefaultListen, "address to listen on (loopback only without --token-file)")
 	cmd.Flags().StringVar(&o.tokenFile, "token-file", "", "file of PRINCIPAL TOKEN lines (mode 600): require bearer tokens")
 	cmd.Flags().StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate (PEM) to serve HTTPS; needs --tls-key")
 	cmd.Flags().StringVar(&o.tlsKey, "tls-key", "", "TLS private key (PEM) of --tls-cert")
 	return cmd
 }
 
-// checkListen checks a listen address: without tokens it must be on the loopback interface.
-func checkListen(addr string, tokens bool) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return usageErrorf("--listen %q: %v (use HOST:PORT, such as %s)", addr, err, defaultListen)
-	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return usageErrorf("--listen %q: bad port %q", addr, port)
-	}
-	if tokens || strings.EqualFold(host, "localhost") {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return usageErrorf("--listen %q: without bearer tokens (--token-file), strata serve listens only on a loopback address (127.0.0.1, ::1 or localhost); a server reachable from other machines would let anyone on the network use it", addr)
-}
-
-// loadTLS loads --tls-cert and --tls-key (both or neither).
-func loadTLS(certFile, keyFile string) (*tls.Config, error) {
-	switch {
-	case certFile == "" && keyFile == "":
-		return nil, nil
-	case certFile == "" || keyFile == "":
-		return nil, usageErrorf("--tls-cert and --tls-key go together: give both or neither")
-	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, usageErrorf("--tls-cert %s, --tls-key %s: %v", certFile, keyFile, err)
-	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}, nil
-}
-
 // serveHTTP serves MCP over HTTP until ctx ends.
 func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serveOptions) (err error) {
 	logger := mcpLogger(stderr)
-	var tokens []tokenEntry
+	var tokens []transport.Token
 	var tlsConfig *tls.Config
 	b, err := openMCP(g, &o.mcpFlags, logger, func(*gate.Settings) error {
 		if o.tokenFile != "" {
-			if tokens, err = loadTokens(o.tokenFile); err != nil {
-				return err
+			if tokens, err = transport.LoadTokens(o.tokenFile); err != nil {
+				return usageErrorf("--token-file %s: %v", o.tokenFile, err)
 			}
 		}
-		if err := checkListen(o.listen, tokens != nil); err != nil {
-			return err
+		if err := transport.CheckListen(o.listen, tokens != nil); err != nil {
+			return usageErrorf("%v", err)
 		}
-		tlsConfig, err = loadTLS(o.tlsCert, o.tlsKey)
-		return err
+		if tlsConfig, err = transport.LoadTLS(o.tlsCert, o.tlsKey); err != nil {
+			return usageErrorf("%v", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -178,34 +132,33 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 		ln.Close()
 		return usageErrorf("--listen %q resolved to %s, which is not a loopback address", o.listen, addr)
 	}
-	gt := newAuthGate(tokens, g.env.user(), b)
 	b.transport = audit.TransportHTTP
-	gt.onRefused = b.refused
+	onRefused := b.refused
 	if o.onRefused != nil {
-		gt.onRefused = func(principal, remote, decision string) {
+		onRefused = func(principal, remote, decision string) {
 			b.refused(principal, remote, decision)
 			o.onRefused(principal, remote, decision)
 		}
 	}
-	mcpHandler := mcpsdk.NewStreamableHTTPHandler(gt.server,
-		&mcpsdk.StreamableHTTPOptions{
-			SessionTimeout:      sessionIdle,
-			MaxRequestBodyBytes: maxBodyBytes,
-			Logger:              logger,
-			// With tokens the server may sit behind a proxy on the same machine; guard checks Host and Origin.
-			DisableLocalhostProtection: tokens != nil,
-		})
+	auth := transport.NewAuth(transport.AuthOptions{Tokens: tokens, LocalUser: g.env.user(), RateLimit: b.settings.RateLimitFor,
+		SessionIdle: sessionIdle, OnRefused: onRefused})
+	mcpHandler := mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
+		principal := transport.PrincipalFrom(r.Context())
+		if principal == "" {
+			return nil // not through Auth: the go-sdk answers 400
+		}
+		return b.serverOf(principal)
+	}, &mcpsdk.StreamableHTTPOptions{
+		SessionTimeout:      sessionIdle,
+		MaxRequestBodyBytes: transport.MaxBodyBytes,
+		Logger:              logger,
+		// With tokens the server may sit behind a proxy on the same machine; Guard checks Host and Origin.
+		DisableLocalhostProtection: tokens != nil,
+	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", gt.handler(mcpHandler))
-	hs := &http.Server{
-		Handler:           guard(listenHosts(o.listen, addr.Port), tokens != nil, http.NewCrossOriginProtection().Handler(mux)),
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		TLSConfig:         tlsConfig,
-		// No ReadTimeout or WriteTimeout: they would cut the long-lived event streams. guard bounds body reads.
-	}
+	mux.Handle("/mcp", auth.Handler(mcpHandler))
+	hs := transport.NewHTTPServer(transport.Guard(transport.ListenHosts(o.listen, addr.Port), tokens != nil,
+		http.NewCrossOriginProtection().Handler(mux)), tlsConfig, logger)
 	scheme, who := "http", "as "+g.env.user()
 	if tlsConfig != nil {
 		scheme = "https"
@@ -237,81 +190,4 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	}
 	fmt.Fprintln(stderr, "strata serve: stopped")
 	return nil
-}
-
-// listenHosts is the set of Host header values the server answers to: the listen host and the loopback names, each
-// with the port it listens on.
-func listenHosts(listen string, port int) map[string]bool {
-	host, _, _ := net.SplitHostPort(listen)
-	p := strconv.Itoa(port)
-	hosts := map[string]bool{}
-	for _, h := range []string{host, "localhost", "127.0.0.1", "::1"} {
-		hosts[strings.ToLower(net.JoinHostPort(h, p))] = true
-	}
-	return hosts
-}
-
-// guard refuses, before anything is parsed, what a web page could send to a local server (docs/security.md T9): a Host
-// that is not this server's (DNS rebinding), an Origin that is not this server's (including "null"), a cross-site or
-// same-site fetch, and a POST body that is not JSON (a "simple" cross-origin request needs no preflight). It caps
-// the body size (413) and the time to send the body.
-//
-// With tokens (anyHost) the server may be reached under any name, so any Host is accepted; an Origin must then be
-// the Host the request was sent to, or one of the listen hosts.
-func guard(hosts map[string]bool, anyHost bool, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := strings.ToLower(r.Host)
-		if !anyHost && !hosts[host] {
-			http.Error(w, "Forbidden: this server answers only to its loopback address (Host header refused)", http.StatusForbidden)
-			return
-		}
-		for _, origin := range r.Header.Values("Origin") {
-			u, err := url.Parse(origin)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") ||
-				!(hosts[strings.ToLower(u.Host)] || anyHost && strings.EqualFold(u.Host, host)) {
-				http.Error(w, "Forbidden: cross-origin requests are refused", http.StatusForbidden)
-				return
-			}
-		}
-		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-			http.Error(w, "Forbidden: cross-site requests are refused", http.StatusForbidden)
-			return
-		}
-		if r.Method == http.MethodPost {
-			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-				http.Error(w, "Forbidden: the body must be application/json", http.StatusForbidden)
-				return
-			}
-		}
-		if r.ContentLength > maxBodyBytes {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBodyBytes), http.StatusRequestEntityTooLarge)
-			return
-		}
-		if r.Body != nil && r.Body != http.NoBody {
-			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-			}
-			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// deadlineBody lifts the read deadline once the body has been read, so that it does not cut a long answer (the
-// server watches the connection to notice a client that goes away). A body that failed (a client too slow) keeps
-// it: net/http then gives up on the rest of the body at once instead of waiting for it before answering.
-type deadlineBody struct {
-	io.ReadCloser
-	rc   *http.ResponseController
-	done bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.done {
-		b.done = true
-		b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }

@@ -1,4 +1,9 @@
-package main
+// Package transport holds the pieces every network front end of Strata shares, so that a program embedding Strata's
+// server, the MCP handler and the review page get the same ones: bearer tokens read from a token file, authentication
+// with a limit on failed attempts per address, per-principal rate limits, sessions bound to the principal that
+// opened them, the Host/Origin/body guard against web pages, TLS, the HTTP server's timeouts, and the stdio framer.
+// It decides who is calling; what they may do is package gate's.
+package transport
 
 import (
 	"bufio"
@@ -15,15 +20,14 @@ import (
 	"sync"
 	"time"
 
-	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
 	"github.com/strata-db/strata/gate"
 )
 
 // This file holds the HTTP server's principals (docs/security.md T8, T18): the token file, bearer authentication, the
-// limit on failed attempts, the per-principal rate limits, one MCP server per principal, and the binding of each
-// session to the principal that opened it.
+// limit on failed attempts, the per-principal rate limits, and the binding of each session to the principal that
+// opened it.
 
 const (
 	// minTokenLen is the shortest token accepted (32 characters of a random token are 160+ bits).
@@ -37,37 +41,42 @@ const (
 	maxTrackedAddrs = 1 << 16
 )
 
-// Decisions passed to onRefused.
+// Decisions passed to OnRefused.
 const (
-	refusedUnauthenticated = "unauthenticated"
-	refusedRateLimited     = "rate_limited"
+	RefusedUnauthenticated = "unauthenticated"
+	RefusedRateLimited     = "rate_limited"
 )
 
-// tokenEntry is one line of the token file: a principal and the SHA-256 of its token.
-type tokenEntry struct {
-	principal string
+// Token is one line of a token file: a principal and the SHA-256 of its token (the token itself is not kept).
+type Token struct {
+	Principal string
 	digest    [sha256.Size]byte
 }
 
-// loadTokens reads a token file: each line that is not blank and does not start with # is `PRINCIPAL TOKEN`. The
+// NewToken is the entry of a principal's token (tests and embedding programs make them without a file).
+func NewToken(principal, token string) Token {
+	return Token{Principal: principal, digest: sha256.Sum256([]byte(token))}
+}
+
+// LoadTokens reads a token file: each line that is not blank and does not start with # is `PRINCIPAL TOKEN`. The
 // file must be readable by its owner only. Errors name the line, never the token.
-func loadTokens(path string) ([]tokenEntry, error) {
+func LoadTokens(path string) ([]Token, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, usageErrorf("--token-file: %v", err)
+		return nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, usageErrorf("--token-file: %v", err)
+		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, usageErrorf("--token-file %s: not a regular file", path)
+		return nil, fmt.Errorf("not a regular file")
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, usageErrorf("--token-file %s: readable or writable by others (mode %04o): its tokens grant access to the databases; run chmod 600 %s", path, fi.Mode().Perm(), path)
+		return nil, fmt.Errorf("readable or writable by others (mode %04o): its tokens grant access to the databases; run chmod 600 %s", fi.Mode().Perm(), path)
 	}
-	var entries []tokenEntry
+	var entries []Token
 	principals := map[string]int{}
 	digests := map[[sha256.Size]byte]int{}
 	sc := bufio.NewScanner(f)
@@ -79,35 +88,35 @@ func loadTokens(path string) ([]tokenEntry, error) {
 		}
 		fields := strings.Fields(line)
 		if len(fields) != 2 {
-			return nil, usageErrorf("--token-file %s, line %d: want PRINCIPAL TOKEN, separated by spaces (found %d fields)", path, n, len(fields))
+			return nil, fmt.Errorf("line %d: want PRINCIPAL TOKEN, separated by spaces (found %d fields)", n, len(fields))
 		}
 		principal, token := fields[0], fields[1]
 		if err := gate.ValidPrincipal(principal); err != nil {
-			return nil, usageErrorf("--token-file %s, line %d: %v", path, n, err)
+			return nil, fmt.Errorf("line %d: %v", n, err)
 		}
 		if len(token) < minTokenLen || len(token) > maxAuthHeader-len("Bearer ") {
-			return nil, usageErrorf("--token-file %s, line %d: the token of %s has %d characters; use %d to %d (for example: openssl rand -hex 32)", path, n, principal, len(token), minTokenLen, maxAuthHeader-len("Bearer "))
+			return nil, fmt.Errorf("line %d: the token of %s has %d characters; use %d to %d (for example: openssl rand -hex 32)", n, principal, len(token), minTokenLen, maxAuthHeader-len("Bearer "))
 		}
 		for _, c := range []byte(token) {
 			if c < 0x21 || c > 0x7e {
-				return nil, usageErrorf("--token-file %s, line %d: the token of %s has a character that is not printable ASCII", path, n, principal)
+				return nil, fmt.Errorf("line %d: the token of %s has a character that is not printable ASCII", n, principal)
 			}
 		}
 		if prev, ok := principals[principal]; ok {
-			return nil, usageErrorf("--token-file %s, line %d: principal %s already has a token (line %d); give each principal one token", path, n, principal, prev)
+			return nil, fmt.Errorf("line %d: principal %s already has a token (line %d); give each principal one token", n, principal, prev)
 		}
 		d := sha256.Sum256([]byte(token))
 		if prev, ok := digests[d]; ok {
-			return nil, usageErrorf("--token-file %s, line %d: the same token as line %d; each principal needs its own token", path, n, prev)
+			return nil, fmt.Errorf("line %d: the same token as line %d; each principal needs its own token", n, prev)
 		}
 		principals[principal], digests[d] = n, n
-		entries = append(entries, tokenEntry{principal: principal, digest: d})
+		entries = append(entries, Token{Principal: principal, digest: d})
 	}
 	if err := sc.Err(); err != nil {
-		return nil, usageErrorf("--token-file %s: %v", path, err)
+		return nil, err
 	}
 	if len(entries) == 0 {
-		return nil, usageErrorf("--token-file %s: no tokens (each line is PRINCIPAL TOKEN)", path)
+		return nil, fmt.Errorf("no tokens (each line is PRINCIPAL TOKEN)")
 	}
 	return entries, nil
 }
@@ -115,23 +124,43 @@ func loadTokens(path string) ([]tokenEntry, error) {
 // principalKey carries the authenticated principal in a request's context.
 type principalKey struct{}
 
-func principalFrom(ctx context.Context) string {
+// PrincipalFrom is the principal Auth authenticated for a request ("" when the request did not come through it).
+func PrincipalFrom(ctx context.Context) string {
 	p, _ := ctx.Value(principalKey{}).(string)
 	return p
 }
 
-// authGate authenticates requests, limits them, and routes each to its principal's MCP server. With no tokens every
-// request is the OS user's (the server then listens on loopback only).
-type authGate struct {
-	tokens    []tokenEntry
-	localUser string // the principal without tokens
-	backend   *mcpBackend
-	// onRefused, when set, hears of every refused request: decision is "unauthenticated" or "rate_limited". It is
-	// the audit log's hook; principal is empty when none was authenticated.
-	onRefused func(principal, remote, decision string)
+// WithPrincipal is ctx carrying a principal, as Auth's handler passes it on.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+// AuthOptions configures Auth.
+type AuthOptions struct {
+	// Tokens are the principals' tokens. With none, every request is LocalUser's (a server then listens on loopback
+	// only: see CheckListen).
+	Tokens    []Token
+	LocalUser string
+	// RateLimit is the rate limit of a principal (nil: gate.DefaultRateLimit for everyone).
+	RateLimit func(principal string) gate.RateLimit
+	// SessionIdle is how long a session without a request is remembered (it should match the MCP handler's
+	// SessionTimeout). Default 30 minutes.
+	SessionIdle time.Duration
+	// OnRefused, when set, hears of every refused request: decision is RefusedUnauthenticated or
+	// RefusedRateLimited. It is the audit log's hook; principal is empty when none was authenticated.
+	OnRefused func(principal, remote, decision string)
+}
+
+// Auth authenticates requests, limits them, and binds each session (Mcp-Session-Id) to the principal that opened
+// it. It is safe for concurrent use.
+type Auth struct {
+	tokens      []Token
+	localUser   string
+	rateLimit   func(principal string) gate.RateLimit
+	sessionIdle time.Duration
+	onRefused   func(principal, remote, decision string)
 
 	mu       sync.Mutex
-	servers  map[string]*principalServer
 	limits   map[string]*rate.Limiter // per principal
 	failures map[string]*failBucket   // failed attempts per remote address
 	sessions map[string]*sessionOwner // Mcp-Session-Id -> principal
@@ -139,55 +168,34 @@ type authGate struct {
 	now      func() time.Time
 }
 
-type principalServer struct {
-	once sync.Once
-	srv  *mcpsdk.Server
-}
-
 type sessionOwner struct {
 	principal string
 	seen      time.Time
 }
 
-func newAuthGate(tokens []tokenEntry, localUser string, b *mcpBackend) *authGate {
-	return &authGate{
-		tokens:    tokens,
-		localUser: localUser,
-		backend:   b,
-		servers:   map[string]*principalServer{},
-		limits:    map[string]*rate.Limiter{},
-		failures:  map[string]*failBucket{},
-		sessions:  map[string]*sessionOwner{},
-		now:       time.Now,
+// NewAuth returns an authenticator.
+func NewAuth(o AuthOptions) *Auth {
+	a := &Auth{
+		tokens:      o.Tokens,
+		localUser:   o.LocalUser,
+		rateLimit:   o.RateLimit,
+		sessionIdle: o.SessionIdle,
+		onRefused:   o.OnRefused,
+		limits:      map[string]*rate.Limiter{},
+		failures:    map[string]*failBucket{},
+		sessions:    map[string]*sessionOwner{},
+		now:         time.Now,
 	}
+	if a.rateLimit == nil {
+		a.rateLimit = func(string) gate.RateLimit { return gate.DefaultRateLimit }
+	}
+	if a.sessionIdle <= 0 {
+		a.sessionIdle = 30 * time.Minute
+	}
+	return a
 }
 
-// server is the getServer callback of the go-sdk's handler: the principal's server, made on its first request
-// and kept.
-func (g *authGate) server(r *http.Request) *mcpsdk.Server {
-	principal := principalFrom(r.Context())
-	if principal == "" {
-		return nil // not through the gate: the go-sdk answers 400
-	}
-	g.mu.Lock()
-	ps := g.servers[principal]
-	if ps == nil {
-		ps = &principalServer{}
-		g.servers[principal] = ps
-	}
-	g.mu.Unlock()
-	ps.once.Do(func() {
-		srv, err := g.backend.server(principal)
-		if err != nil {
-			g.backend.logger.Error("cannot build the MCP server of a principal", "principal", principal, "error", err)
-			return
-		}
-		ps.srv = srv
-	})
-	return ps.srv
-}
-
-func (g *authGate) refused(principal string, r *http.Request, decision string) {
+func (g *Auth) refused(principal string, r *http.Request, decision string) {
 	if g.onRefused != nil {
 		g.onRefused(principal, remoteHost(r), decision)
 	}
@@ -205,8 +213,9 @@ func remoteHost(r *http.Request) string {
 // histories and Referer headers: such a request is refused whatever it carries.
 var credentialParams = []string{"access_token", "token", "bearer", "bearer_token", "auth", "authorization", "api_key", "apikey", "key"}
 
-// handler wraps next (the go-sdk's handler) with authentication, session binding and rate limits.
-func (g *authGate) handler(next http.Handler) http.Handler {
+// Handler wraps next (the MCP handler, the review page) with authentication, session binding and rate limits. The
+// principal reaches next in the request's context (PrincipalFrom).
+func (g *Auth) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		for k := range q {
@@ -223,7 +232,7 @@ func (g *authGate) handler(next http.Handler) http.Handler {
 			// concurrent guesses cannot slip past the limit.
 			addr := remoteHost(r)
 			if d := g.attempt(addr); d > 0 {
-				g.refused("", r, refusedRateLimited)
+				g.refused("", r, RefusedRateLimited)
 				tooMany(w, d, "too many failed authentication attempts from this address")
 				return
 			}
@@ -247,12 +256,12 @@ func (g *authGate) handler(next http.Handler) http.Handler {
 			res := g.limiter(principal).ReserveN(now, 1)
 			if d := res.DelayFrom(now); !res.OK() || d > 0 {
 				res.CancelAt(now)
-				g.refused(principal, r, refusedRateLimited)
+				g.refused(principal, r, RefusedRateLimited)
 				tooMany(w, d, "rate limit of principal "+principal+" exceeded")
 				return
 			}
 		}
-		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, principal))
+		r = r.WithContext(WithPrincipal(r.Context(), principal))
 		if len(sid) == 1 {
 			next.ServeHTTP(&sessionRecorder{ResponseWriter: w, g: g, principal: principal, sid: sid[0], method: r.Method}, r)
 			return
@@ -262,7 +271,7 @@ func (g *authGate) handler(next http.Handler) http.Handler {
 }
 
 // authenticate checks the Authorization header. It answers 401 itself when the request is refused.
-func (g *authGate) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+func (g *Auth) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
 	values := r.Header.Values("Authorization")
 	switch {
 	case len(values) == 0:
@@ -292,12 +301,12 @@ func (g *authGate) authenticate(w http.ResponseWriter, r *http.Request) (string,
 		g.unauthorized(w, r, "", "invalid_token", "Unauthorized: the token is not valid")
 		return "", false
 	}
-	return g.tokens[match].principal, true
+	return g.tokens[match].Principal, true
 }
 
 // unauthorized answers 401 with the challenge of RFC 6750. errCode is "" when no credentials came.
-func (g *authGate) unauthorized(w http.ResponseWriter, r *http.Request, principal, errCode, msg string) {
-	g.refused(principal, r, refusedUnauthenticated)
+func (g *Auth) unauthorized(w http.ResponseWriter, r *http.Request, principal, errCode, msg string) {
+	g.refused(principal, r, RefusedUnauthenticated)
 	challenge := `Bearer realm="strata"`
 	if errCode != "" {
 		challenge += `, error="` + errCode + `"`
@@ -317,12 +326,12 @@ func tooMany(w http.ResponseWriter, d time.Duration, msg string) {
 }
 
 // limiter is the rate limiter of a principal.
-func (g *authGate) limiter(principal string) *rate.Limiter {
+func (g *Auth) limiter(principal string) *rate.Limiter {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	lim := g.limits[principal]
 	if lim == nil {
-		rl := g.backend.settings.RateLimitFor(principal)
+		rl := g.rateLimit(principal)
 		lim = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
 		g.limits[principal] = lim
 	}
@@ -343,7 +352,7 @@ func (b *failBucket) refill(now time.Time) {
 
 // attempt takes a token from the address's bucket. It returns how long to wait when the bucket is empty (and then
 // takes nothing).
-func (g *authGate) attempt(addr string) time.Duration {
+func (g *Auth) attempt(addr string) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
@@ -372,7 +381,7 @@ func (g *authGate) attempt(addr string) time.Duration {
 }
 
 // succeeded gives back the token of an attempt that authenticated.
-func (g *authGate) succeeded(addr string) {
+func (g *Auth) succeeded(addr string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if b := g.failures[addr]; b != nil {
@@ -382,7 +391,7 @@ func (g *authGate) succeeded(addr string) {
 
 // ownsSession reports whether a session was opened by the principal. A session of another principal is treated
 // exactly like one that does not exist.
-func (g *authGate) ownsSession(principal, sid string) bool {
+func (g *Auth) ownsSession(principal, sid string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	o := g.sessions[sid]
@@ -394,14 +403,14 @@ func (g *authGate) ownsSession(principal, sid string) bool {
 }
 
 // recordSession binds a new session to the principal that opened it.
-func (g *authGate) recordSession(principal, sid string) {
+func (g *Auth) recordSession(principal, sid string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
 	if now.Sub(g.swept) > time.Minute {
 		// Sessions idle for longer than the go-sdk keeps them are gone there too.
 		for id, o := range g.sessions {
-			if now.Sub(o.seen) > sessionIdle+time.Minute {
+			if now.Sub(o.seen) > g.sessionIdle+time.Minute {
 				delete(g.sessions, id)
 			}
 		}
@@ -412,7 +421,7 @@ func (g *authGate) recordSession(principal, sid string) {
 	}
 }
 
-func (g *authGate) forgetSession(sid string) {
+func (g *Auth) forgetSession(sid string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.sessions, sid)
@@ -423,7 +432,7 @@ func (g *authGate) forgetSession(sid string) {
 // forgotten.
 type sessionRecorder struct {
 	http.ResponseWriter
-	g         *authGate
+	g         *Auth
 	principal string
 	sid       string // the request's session, if any
 	method    string
