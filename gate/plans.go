@@ -107,7 +107,9 @@ func (v *View) DecidePlan(ctx context.Context, id string, approve bool, reason s
 	if err != nil {
 		return p, err
 	}
-	if p.Principal == v.a.p.Name {
+	if p.Principal == v.a.p.Name && !v.a.p.Operator {
+		// The operator at the command line is a person even when an agent runs as the same OS user (over stdio);
+		// anyone else deciding their own plan would be an agent approving itself.
 		recordDecision(ctx, Deny)
 		return p, denied("deciding one's own plan")
 	}
@@ -136,15 +138,15 @@ func (a *Actor) FindPlan(ctx context.Context, id string) (*View, snapshots.Plan,
 	if err != nil {
 		return nil, snapshots.Plan{}, err
 	}
-	for _, name := range names {
-		v, err := a.Open(ctx, name)
+	for _, name := range names { // permitted names only
+		db, err := a.g.dir.Open(ctx, name)
 		if err != nil {
 			continue
 		}
-		p, err := v.db.GetPlan(ctx, id)
+		p, err := db.GetPlan(ctx, id)
 		if err == nil && p.Principal == a.p.Name {
 			recordDatabase(ctx, name)
-			return v, p, nil
+			return &View{a: a, name: name, db: db}, p, nil
 		}
 	}
 	return nil, snapshots.Plan{}, planNotFound(id)

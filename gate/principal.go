@@ -76,7 +76,7 @@ func (p Principal) Validate() error {
 	if err := ValidMode(p.Mode); err != nil {
 		return err
 	}
-	if p.Name != "" {
+	if p.Name != "" && !p.Operator { // the operator is whoever the OS says they are
 		if err := ValidPrincipal(p.Name); err != nil {
 			return err
 		}

@@ -75,6 +75,7 @@ func (a *Actor) Open(ctx context.Context, name string) (*View, error) {
 	if err != nil {
 		return nil, a.dbErr(ctx, err)
 	}
+	recordDatabase(ctx, name)
 	return &View{a: a, name: name, db: db}, nil
 }
 

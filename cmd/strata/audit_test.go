@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -228,5 +229,48 @@ func TestAuditUsageErrors(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, "audit", "--help"); code != exitOK || !strings.Contains(out, "--verify") {
 		t.Errorf("audit --help: exit %d, %q", code, out)
+	}
+}
+
+// TestCLIWritesAudited: the command line acts as the operator through the gate, so every command that changes
+// something is one audit record, as an agent's call is: transport cli, the command, the decision, the revision.
+func TestCLIWritesAudited(t *testing.T) {
+	s := newSession(t, false, nil)
+	s.setup() // db create, import, snapshot, import
+	s.must("", "branch", "shop", "work")
+	s.must(`{"a":3}`, "import", "shop", "doc", "-", "--branch", "work")
+	s.must("", "promote", "shop", "work")
+	s.must("", "revert", "shop", "v1")
+	if _, _, code := s.run("", "restore", "shop", "nope", "--from", "v1"); code == 0 {
+		t.Fatal("restoring a resource that exists nowhere succeeded")
+	}
+	out := s.must("", "audit", "--json")
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct {
+			Principal, Transport, Tool, Database, Decision, Outcome string
+			Revision                                                uint64
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %s %s %s %d", r.Principal, r.Transport, r.Tool, r.Database, r.Decision, r.Outcome, r.Revision))
+	}
+	want := []string{
+		"ada cli cli db create shop allow ok 1",
+		"ada cli cli import shop allow ok 2",
+		"ada cli cli snapshot shop allow ok 0",
+		"ada cli cli import shop allow ok 3",
+		"ada cli cli branch shop allow ok 0",
+		"ada cli cli import shop allow ok 4",
+		"ada cli cli promote shop allow ok 5",
+		"ada cli cli revert shop allow ok 6",
+		"ada cli cli restore shop allow NOT_FOUND 0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("audit records of the commands:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if out := s.must("", "audit", "--verify"); !strings.Contains(out, "chain intact") {
+		t.Errorf("--verify: %s", out)
 	}
 }

@@ -75,8 +75,16 @@ func TestBenchStopsServersOnSIGTERM(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if left, _ := filepath.Glob(filepath.Join(tmp, "strata-bench-*")); len(left) > 0 {
-		t.Errorf("the suite's directory is still there: %v", left)
+	// The directory goes when the server's watchdog has seen it stop, a moment after the processes end.
+	for {
+		left, _ := filepath.Glob(filepath.Join(tmp, "strata-bench-*"))
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline.Add(30 * time.Second)) {
+			t.Fatalf("the suite's directory is still there: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

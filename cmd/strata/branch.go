@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
 	"github.com/strata-db/strata/store"
 )
@@ -93,8 +94,8 @@ func createBranch(ctx context.Context, w io.Writer, g *globalOptions, o *branchO
 	if err != nil {
 		return err
 	}
-	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
-		b, err := db.CreateBranch(ctx, name, from, g.env.user())
+	return g.asOperatorIn(ctx, dbName, "branch", []string{dbName, name}, func(ctx context.Context, db *gate.View) error {
+		b, err := db.CreateBranch(ctx, name, from)
 		if err != nil {
 			return err
 		}
@@ -111,11 +112,12 @@ func createBranch(ctx context.Context, w io.Writer, g *globalOptions, o *branchO
 }
 
 func deleteBranch(ctx context.Context, w io.Writer, g *globalOptions, o *branchOptions, dbName, name string) error {
-	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
-		b, err := db.DeleteBranch(ctx, name)
+	return g.asOperatorIn(ctx, dbName, "branch -d", []string{dbName, name}, func(ctx context.Context, db *gate.View) error {
+		out, err := db.Write(ctx, gate.Change{Op: gate.OpDeleteBranch, Name: name, Tool: "cli branch -d"})
 		if err != nil {
 			return err
 		}
+		b := out.Branch
 		if o.json {
 			return writeJSON(w, struct {
 				Deleted string `json:"deleted"`

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -31,7 +32,7 @@ listing what. Other processes keep working while it runs.`,
 }
 
 func check(ctx context.Context, w io.Writer, g *globalOptions, name string, asJSON bool) error {
-	return g.withDB(ctx, name, func(db *snapshots.DB) error {
+	return g.asOperatorIn(ctx, name, "check", []string{name}, func(ctx context.Context, db *gate.View) error {
 		start := time.Now()
 		rep, err := db.Check(ctx, nil)
 		if err != nil {
@@ -84,7 +85,7 @@ does not shrink: freed pages are reused by later commits.`,
 }
 
 func gc(ctx context.Context, w io.Writer, g *globalOptions, name string, grace time.Duration, asJSON bool) error {
-	return g.withDB(ctx, name, func(db *snapshots.DB) error {
+	return g.asOperatorIn(ctx, name, "gc", []string{name}, func(ctx context.Context, db *gate.View) error {
 		start := time.Now()
 		rep, err := db.GC(ctx, &snapshots.GCOptions{Grace: grace})
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/audit"
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 	"github.com/strata-db/strata/store"
@@ -60,6 +63,48 @@ func (g *globalOptions) withDB(ctx context.Context, name string, fn func(db *sna
 		}
 		return fn(db)
 	})
+}
+
+// asOperator runs fn as the operator — the person at the terminal, the OS user — through the gate, as one call of
+// the audit log: it opens the data directory (making it if create), the audit log and a gate over them. Every
+// command that changes something goes through it, so that its write is audited as an agent's is.
+func (g *globalOptions) asOperator(ctx context.Context, create bool, tool string, args []string, fn func(ctx context.Context, a *gate.Actor) error) error {
+	return g.withDir(create, func(dir *snapshots.Dir) (err error) {
+		log, err := audit.Open(audit.PathIn(dir.Path()))
+		if err != nil {
+			return fmt.Errorf("opening the audit log: %w", err)
+		}
+		defer log.Close()
+		gt, err := gate.New(dir, &gate.Options{Audit: log})
+		if err != nil {
+			return err
+		}
+		defer gt.Close()
+		a, err := gt.As(gate.Operator(g.env.user()))
+		if err != nil {
+			return err
+		}
+		argv, _ := json.Marshal(args)
+		ctx, call := a.Call(ctx, gate.CallInfo{Transport: audit.TransportCLI, Tool: "cli " + tool, Args: argv})
+		defer func() { call.End(gate.OutcomeOf(err)) }()
+		return fn(ctx, a)
+	})
+}
+
+// asOperatorIn is asOperator on one database.
+func (g *globalOptions) asOperatorIn(ctx context.Context, dbName, tool string, args []string, fn func(ctx context.Context, v *gate.View) error) error {
+	return g.asOperator(ctx, false, tool, args, func(ctx context.Context, a *gate.Actor) error {
+		v, err := a.Open(ctx, dbName)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, v)
+	})
+}
+
+// change is the gate's change of a write command, from its write flags.
+func (g *globalOptions) change(op string, w *writeFlags, tool string) gate.Change {
+	return gate.Change{Op: op, Branch: w.branch, ExpectedHead: w.expectedHead, Message: w.message, Tool: "cli " + tool}
 }
 
 // wholeSecond is how a BRANCH@TIME without fractions shows after parseRef stretched it to the end of its second.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -34,8 +35,8 @@ func createDB(ctx context.Context, w io.Writer, g *globalOptions, o *dbCreateOpt
 	if err := snapshots.ValidDatabaseName(name); err != nil {
 		return err
 	}
-	return g.withDir(true, func(dir *snapshots.Dir) error {
-		db, err := dir.Create(ctx, name, g.env.user())
+	return g.asOperator(ctx, true, "db create", []string{name}, func(ctx context.Context, a *gate.Actor) error {
+		db, err := a.CreateDatabase(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -50,7 +51,7 @@ func createDB(ctx context.Context, w io.Writer, g *globalOptions, o *dbCreateOpt
 				Branch   string `json:"branch"`
 			}{name, st.Rev.Number, snapshots.Main})
 		}
-		_, err = fmt.Fprintf(w, "created database %s in %s (revision %d on %s)\n", name, dir.Path(), st.Rev.Number, snapshots.Main)
+		_, err = fmt.Fprintf(w, "created database %s in %s (revision %d on %s)\n", name, g.dataDir, st.Rev.Number, snapshots.Main)
 		return err
 	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -39,12 +40,12 @@ func dropDB(ctx context.Context, w io.Writer, g *globalOptions, o *dbDropOptions
 	if err := snapshots.ValidDatabaseName(name); err != nil {
 		return err
 	}
-	return g.withDir(false, func(dir *snapshots.Dir) error {
-		info, err := dir.Info(ctx, name)
+	return g.asOperator(ctx, false, "db drop", []string{name}, func(ctx context.Context, a *gate.Actor) error {
+		info, err := a.DatabaseInfo(ctx, name)
 		if err != nil {
 			return err
 		}
-		if err := dir.Drop(ctx, name); err != nil {
+		if err := a.DropDatabase(ctx, name); err != nil {
 			return err
 		}
 		if o.json {

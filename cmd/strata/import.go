@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-db/strata/formats"
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -108,7 +109,7 @@ func importResource(ctx context.Context, stdin io.Reader, w, stderr io.Writer, g
 	if wo.Message == "" {
 		wo.Message = fmt.Sprintf("import %s from %s", resource, from)
 	}
-	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
+	return g.asOperatorIn(ctx, dbName, "import", []string{dbName, resource, file}, func(ctx context.Context, db *gate.View) error {
 		if f, ok := in.(*os.File); ok && file == "-" && isTerminal(f) {
 			fmt.Fprintf(stderr, "strata: reading %s from stdin; end it with Ctrl-D\n", formatText[o.format])
 		}
@@ -123,7 +124,9 @@ func importResource(ctx context.Context, stdin io.Reader, w, stderr io.Writer, g
 			r = formats.NewCSVReader(r, types)
 		}
 		start := time.Now()
-		res, err := db.Import(ctx, resource, r, snapshots.ImportOptions{Lines: o.format != "json"}, wo)
+		ch := g.change(gate.OpPut, &o.write, "import")
+		ch.Message = wo.Message
+		res, err := db.Import(ctx, resource, r, snapshots.ImportOptions{Lines: o.format != "json"}, ch)
 		if bar != nil {
 			if err != nil {
 				bar.Clear()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -229,8 +230,12 @@ func decidePlan(ctx context.Context, w io.Writer, g *globalOptions, o *decideOpt
 	if approve && o.reason != "" {
 		return usageErrorf("--reason is for strata reject")
 	}
-	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
-		p, err := db.DecidePlan(ctx, id, approve, g.env.user(), strings.TrimSpace(o.reason))
+	tool := "reject"
+	if approve {
+		tool = "approve"
+	}
+	return g.asOperatorIn(ctx, dbName, tool, []string{dbName, id}, func(ctx context.Context, db *gate.View) error {
+		p, err := db.DecidePlan(ctx, id, approve, strings.TrimSpace(o.reason))
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -44,8 +45,14 @@ func promote(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *prom
 	if wo.Message == "" {
 		wo.Message = fmt.Sprintf("promote %s into %s", branch, o.into)
 	}
-	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
-		res, err := db.Promote(ctx, branch, o.into, wo)
+	return g.asOperatorIn(ctx, dbName, "promote", []string{dbName, branch}, func(ctx context.Context, db *gate.View) error {
+		ch := g.change(gate.OpPromote, &o.write, "promote")
+		ch.Source, ch.Branch, ch.Message = branch, o.into, wo.Message
+		out, err := db.Write(ctx, ch)
+		var res *snapshots.PromoteResult
+		if out != nil {
+			res = out.Promote
+		}
 		if err != nil {
 			if res != nil && len(res.Conflicts) > 0 && errors.Is(err, snapshots.ErrConflict) {
 				if o.json {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -52,14 +53,18 @@ func restore(ctx context.Context, w io.Writer, g *globalOptions, o *restoreOptio
 		return err
 	}
 	wo := g.writeOptions(&o.write, "restore")
-	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
+	return g.asOperatorIn(ctx, dbName, "restore", []string{dbName, arg}, func(ctx context.Context, db *gate.View) error {
 		st, err := db.Resolve(ctx, ref)
 		if err != nil {
 			return err
 		}
+		head, err := db.Resolve(ctx, snapshots.Ref{Branch: wo.Branch})
+		if err != nil {
+			return err
+		}
 		// Restoring what exists in neither state would commit an empty revision: more likely a misspelt name.
-		_, _, errFrom := db.Get(ctx, snapshots.Ref{Revision: st.Rev.Number}, resource, ptr)
-		_, _, errHead := db.Get(ctx, snapshots.Ref{Branch: wo.Branch}, resource, ptr)
+		_, errFrom := db.Lookup(ctx, st, resource, ptr)
+		_, errHead := db.Lookup(ctx, head, resource, ptr)
 		if errors.Is(errFrom, snapshots.ErrNotFound) || errors.Is(errFrom, revision.ErrNotFound) {
 			if errHead != nil {
 				return fmt.Errorf("%s%s is neither in revision %d nor on %s: %w", resource, ptr, st.Rev.Number, wo.Branch, errFrom)
@@ -71,10 +76,13 @@ func restore(ctx context.Context, w io.Writer, g *globalOptions, o *restoreOptio
 		if wo.Message == "" {
 			wo.Message = fmt.Sprintf("restore %s%s from %s", resource, ptr, from)
 		}
-		res, err := db.Restore(ctx, resource, ptr, snapshots.Ref{Revision: st.Rev.Number}, wo)
+		ch := g.change(gate.OpRestore, &o.write, "restore")
+		ch.Resource, ch.Path, ch.From, ch.Message = resource, ptr.String(), &snapshots.Ref{Revision: st.Rev.Number}, wo.Message
+		out, err := db.Write(ctx, ch)
 		if err != nil {
 			return err
 		}
+		res := out.Result
 		if o.json {
 			return writeJSON(w, struct {
 				writeResult

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -42,7 +43,7 @@ func revert(ctx context.Context, w io.Writer, g *globalOptions, o *revertOptions
 		return err
 	}
 	wo := g.writeOptions(&o.write, "revert")
-	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
+	return g.asOperatorIn(ctx, dbName, "revert", []string{dbName, target}, func(ctx context.Context, db *gate.View) error {
 		st, err := db.Resolve(ctx, ref)
 		if err != nil {
 			return err
@@ -51,10 +52,13 @@ func revert(ctx context.Context, w io.Writer, g *globalOptions, o *revertOptions
 		if wo.Message == "" {
 			wo.Message = "revert to " + refText(target, st.Rev.Number)
 		}
-		res, err := db.Revert(ctx, snapshots.Ref{Revision: st.Rev.Number}, wo)
+		ch := g.change(gate.OpRevert, &o.write, "revert")
+		ch.Target, ch.Message = &snapshots.Ref{Revision: st.Rev.Number}, wo.Message
+		out, err := db.Write(ctx, ch)
 		if err != nil {
 			return err
 		}
+		res := out.Result
 		if o.json {
 			return writeJSON(w, struct {
 				writeResult

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
 	"github.com/strata-db/strata/store"
 )
@@ -99,8 +100,8 @@ func createSnapshot(ctx context.Context, w io.Writer, g *globalOptions, o *snaps
 	if err != nil {
 		return err
 	}
-	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
-		l, err := db.CreateSnapshot(ctx, name, at, o.note, g.env.user())
+	return g.asOperatorIn(ctx, dbName, "snapshot", []string{dbName, name}, func(ctx context.Context, db *gate.View) error {
+		l, err := db.CreateSnapshot(ctx, name, at, o.note)
 		if err != nil {
 			return err
 		}
@@ -117,11 +118,12 @@ func createSnapshot(ctx context.Context, w io.Writer, g *globalOptions, o *snaps
 }
 
 func deleteSnapshot(ctx context.Context, w io.Writer, g *globalOptions, o *snapshotOptions, dbName, name string) error {
-	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
-		l, err := db.DeleteSnapshot(ctx, name)
+	return g.asOperatorIn(ctx, dbName, "snapshot -d", []string{dbName, name}, func(ctx context.Context, db *gate.View) error {
+		out, err := db.Write(ctx, gate.Change{Op: gate.OpDeleteSnapshot, Name: name, Tool: "cli snapshot -d"})
 		if err != nil {
 			return err
 		}
+		l := out.Label
 		if o.json {
 			return writeJSON(w, struct {
 				Deleted  string `json:"deleted"`

@@ -1,0 +1,371 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata/audit"
+	"github.com/strata-db/strata/query"
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/snapshots"
+)
+
+// The gate's own tests: what every front end inherits. A scoped principal's answers for a hidden name are the same
+// as for a missing one in every read; plans are decided only by reviewers and the operator, never by their own
+// principal; every call is one audit record with the gate's decision, revision and plan.
+
+const (
+	hiddenDB, missingDB   = "secret-db", "absent-db"
+	hiddenRes, missingRes = "secrets", "deleted"
+)
+
+var leaks = []string{"TOPSECRET", "LAUNCHCODES", "SECRETDBVALUE"}
+
+var scope = Scope{Databases: Names{Deny: []string{"secret-*"}}, Resources: Names{Deny: []string{"secrets"}}}
+
+// fixture is a data directory with databases shop (orders, customers, and the hidden secrets) and secret-db, and a
+// gate over it whose clock moves a second per call.
+func fixture(t *testing.T, logPath string) *Gate {
+	t.Helper()
+	ctx := context.Background()
+	clock := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	dir, err := snapshots.OpenDir(t.TempDir(), &snapshots.DirOptions{DB: snapshots.Options{Now: func() time.Time {
+		clock = clock.Add(time.Second)
+		return clock
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	w := func(msg string) snapshots.WriteOptions { return snapshots.WriteOptions{Message: msg, Author: "admin"} }
+	shop, err := dir.Create(ctx, "shop", "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(shop.Put(ctx, "orders", []byte(`[{"id":1}]`), w("first order")))
+	must(shop.Put(ctx, "customers", []byte(`{"alice":{"city":"Oslo"}}`), w("first customer")))
+	must(shop.Put(ctx, "secrets", []byte(`{"token":"TOPSECRET-42"}`), w("stash the LAUNCHCODES")))
+	must(shop.Put(ctx, "orders", []byte(`[{"id":1},{"id":2}]`), w("second order")))
+	must(shop.Put(ctx, "secrets", []byte(`{"token":"TOPSECRET-43"}`), w("rotate the LAUNCHCODES")))
+	must(shop.CreateSnapshot(ctx, "snap4", snapshots.Ref{Revision: 4}, "", "admin"))
+	vault, err := dir.Create(ctx, hiddenDB, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(vault.Put(ctx, "vault", []byte(`{"x":"SECRETDBVALUE"}`), w("vault")))
+	var log *audit.Log
+	if logPath != "" {
+		if log, err = audit.Open(logPath); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { log.Close() })
+	}
+	g, err := New(dir, &Options{Audit: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+func actor(t *testing.T, g *Gate, p Principal) *Actor {
+	t.Helper()
+	a, err := g.As(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// answer renders what an operation gave, for comparing a hidden name's answer with a missing one's: the value or
+// the error, as a front end would show it (the error's text and code, and its suggestions).
+func answer(v any, err error) string {
+	if err != nil {
+		var nf *snapshots.NotFoundError
+		near := ""
+		if errors.As(err, &nf) {
+			near = fmt.Sprint(nf.DidYouMean, nf.Hint)
+		}
+		return Code(err) + ": " + err.Error() + " " + near
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestHiddenIsMissing: for a scoped principal, every read of the gate answers for a hidden database, resource or
+// revision exactly as for a missing one (the names swapped), and no hidden data appears in any answer. Every front
+// end reads through these calls, so each inherits it.
+func TestHiddenIsMissing(t *testing.T) {
+	ctx := context.Background()
+	g := fixture(t, "")
+	a := actor(t, g, Principal{Name: "scoped", Mode: WritesOn, Scope: scope})
+	same := func(what, hidden, missing string) {
+		t.Helper()
+		h := strings.NewReplacer(hiddenDB, missingDB, hiddenRes, missingRes).Replace(hidden)
+		if h != missing {
+			t.Errorf("%s: a hidden name answers\n  %s\nbut a missing one\n  %s", what, hidden, missing)
+		}
+		for _, leak := range leaks {
+			if strings.Contains(hidden, leak) {
+				t.Errorf("%s: hidden data in the answer: %s", what, hidden)
+			}
+		}
+	}
+	for _, name := range []string{hiddenDB, missingDB} {
+		_, err := a.Open(ctx, name)
+		if err == nil {
+			t.Fatalf("open %s: no error", name)
+		}
+	}
+	_, eh := a.Open(ctx, hiddenDB)
+	_, em := a.Open(ctx, missingDB)
+	same("Open", answer(nil, eh), answer(nil, em))
+	_, eh = a.DatabaseInfo(ctx, hiddenDB)
+	_, em = a.DatabaseInfo(ctx, missingDB)
+	same("DatabaseInfo", answer(nil, eh), answer(nil, em))
+	_, eh = a.CreateDatabase(ctx, hiddenDB)
+	// A database that exists and is hidden cannot be created either: creating it is refused as not found, exactly
+	// as for a missing name the scope does not permit.
+	_, em = a.CreateDatabase(ctx, "secret-new")
+	same("CreateDatabase", strings.ReplaceAll(answer(nil, eh), hiddenDB, "secret-new"), answer(nil, em))
+	names, err := a.Databases(ctx)
+	if err != nil || strings.Join(names, ",") != "shop" {
+		t.Errorf("Databases: %v %v", names, err)
+	}
+
+	v, err := a.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := v.Resolve(ctx, snapshots.Ref{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The head of main changed only the hidden resource: the principal sees its newest visible ancestor.
+	if head.Rev.Number != 5 {
+		t.Errorf("the head as seen is revision %d, want 5 (6 changed only secrets)", head.Rev.Number)
+	}
+	for _, n := range []uint64{4, 6} { // revisions that changed only the hidden resource
+		_, eh := v.Resolve(ctx, snapshots.Ref{Revision: n})
+		_, em := v.Resolve(ctx, snapshots.Ref{Revision: 99})
+		if Code(eh) != CodeNotFound || Code(em) != CodeNotFound {
+			t.Errorf("revision %d: %v; a missing one: %v", n, eh, em)
+		}
+		_, eh = v.ShowRevision(ctx, n, 10)
+		if Code(eh) != CodeNotFound {
+			t.Errorf("ShowRevision %d: %v", n, eh)
+		}
+	}
+	vh, eh := v.Get(ctx, head, hiddenRes)
+	vm, em := v.Get(ctx, head, missingRes)
+	same("Get", answer(vh, eh), answer(vm, em))
+	_, eh = v.Lookup(ctx, head, hiddenRes, revision.MustPointer("/token"))
+	_, em = v.Lookup(ctx, head, missingRes, revision.MustPointer("/token"))
+	same("Lookup", answer(nil, eh), answer(nil, em))
+	ph, eh := v.History(ctx, snapshots.HistoryQuery{Resource: hiddenRes})
+	pm, em := v.History(ctx, snapshots.HistoryQuery{Resource: missingRes})
+	same("History of a resource", answer(ph, eh), answer(pm, em))
+	all, err := v.History(ctx, snapshots.HistoryQuery{})
+	if err != nil || len(all.Revisions) != 4 {
+		t.Fatalf("History: %s %v", answer(all, nil), err)
+	}
+	same("History", answer(all, nil), answer(all, nil))
+	for _, r := range all.Revisions {
+		if r.Number == 4 || r.Number == 6 {
+			t.Errorf("History lists hidden revision %d", r.Number)
+		}
+	}
+	ch, nh, eh := v.PathHistory(ctx, "", hiddenRes, revision.MustPointer("/token"), 10, 0)
+	cm, nm, em := v.PathHistory(ctx, "", missingRes, revision.MustPointer("/token"), 10, 0)
+	same("PathHistory", answer([]any{ch, nh}, eh), answer([]any{cm, nm}, em))
+	first, err := v.Resolve(ctx, snapshots.Ref{Revision: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dh, eh := v.Diff(ctx, first, head, hiddenRes, nil, nil)
+	dm, em := v.Diff(ctx, first, head, missingRes, nil, nil)
+	same("Diff of a resource", answer(dh, eh), answer(dm, em))
+	whole, err := v.Diff(ctx, first, head, "", nil, nil)
+	if err != nil || whole.Counts.Added != 2 {
+		t.Errorf("Diff: %s %v", answer(whole, nil), err)
+	}
+	same("Diff", answer(whole, err), answer(whole, err))
+	rs, err := v.Resources(ctx, head)
+	if err != nil || len(rs) != 2 {
+		t.Errorf("Resources: %s %v", answer(rs, nil), err)
+	}
+	same("Resources", answer(rs, err), answer(rs, err))
+	if strings.Contains(answer(rs, err), hiddenRes) {
+		t.Errorf("Resources lists the hidden resource: %s", answer(rs, err))
+	}
+	qh, eh := v.Query(ctx, snapshots.Ref{}, query.Request{Resource: hiddenRes, Program: "."})
+	qm, em := v.Query(ctx, snapshots.Ref{}, query.Request{Resource: missingRes, Program: "."})
+	same("Query of a resource", answer(qh, eh), answer(qm, em))
+	qr, err := v.Query(ctx, snapshots.Ref{}, query.Request{Program: "[.. | strings], keys"})
+	if err != nil || len(qr.Results) != 2 || string(qr.Results[1]) != `["customers","orders"]` {
+		t.Errorf("Query of the root: %v %v", answer(qr, nil), err)
+	}
+	same("Query of the root", answer(qr, err), answer(qr, err))
+	bh, eh := v.Bisect(ctx, query.BisectRequest{Resource: hiddenRes, Predicate: ".token != null"})
+	bm, em := v.Bisect(ctx, query.BisectRequest{Resource: missingRes, Predicate: ".token != null"})
+	same("Bisect", answer(bh, eh), answer(bm, em))
+	bs, err := v.Branches(ctx)
+	if err != nil || len(bs) != 1 || bs[0].Head != 5 {
+		t.Errorf("Branches: main's head shows as its visible revision 5: %s %v", answer(bs, nil), err)
+	}
+	same("Branches", answer(bs, err), answer(bs, err))
+	ls, err := v.Snapshots(ctx)
+	if err != nil || len(ls) != 1 || ls[0].Revision != 3 {
+		t.Errorf("snapshot snap4 names hidden revision 4: it shows as its visible ancestor 3, got %+v %v", ls, err)
+	}
+	// Writes name hidden things as missing ones too; a hidden revision cannot be a source.
+	_, eh = v.Write(ctx, Change{Op: OpUpdate, Resource: hiddenRes, Path: "/token", Value: json.RawMessage(`"x"`), Branch: "work"})
+	_, em = v.Write(ctx, Change{Op: OpUpdate, Resource: missingRes, Path: "/token", Value: json.RawMessage(`"x"`), Branch: "work"})
+	if Code(eh) != CodeNotFound || Code(em) != CodeNotFound {
+		t.Errorf("update of a hidden resource: %v; of a missing one: %v", eh, em)
+	}
+	_, eh = v.CreateBranch(ctx, "from-hidden", snapshots.Ref{Revision: 4})
+	_, em = v.CreateBranch(ctx, "from-missing", snapshots.Ref{Revision: 99})
+	if Code(eh) != CodeNotFound || Code(em) != CodeNotFound {
+		t.Errorf("a branch from a hidden revision: %v; from a missing one: %v", eh, em)
+	}
+}
+
+// TestDecidePlan: only a reviewer or the operator decides plans, never a principal its own; the operator may, even
+// when an agent runs under the same name (over stdio both are the OS user).
+func TestDecidePlan(t *testing.T) {
+	ctx := context.Background()
+	g := fixture(t, "")
+	agent := actor(t, g, Principal{Name: "ada", Mode: WritesBranches})
+	v, err := agent.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func() string {
+		t.Helper()
+		out, err := v.Write(ctx, Change{Op: OpPut, Resource: "orders", Value: json.RawMessage(`[]`), Tool: "put"})
+		if err != nil || out.Plan == nil {
+			t.Fatalf("a put on protected main: %+v %v, want a plan", out, err)
+		}
+		return out.Plan.Plan.ID
+	}
+	id := plan()
+	decide := func(p Principal, id string, approve bool) error {
+		t.Helper()
+		w, err := actor(t, g, p).Open(ctx, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = w.DecidePlan(ctx, id, approve, "not now")
+		return err
+	}
+	if err := decide(Principal{Name: "bob"}, id, true); Code(err) != CodeDenied {
+		t.Errorf("a principal without review approves: %v", err)
+	}
+	if err := decide(Principal{Name: "ada", Review: true}, id, true); Code(err) != CodeDenied {
+		t.Errorf("a reviewer approves its own plan: %v", err)
+	}
+	if err := decide(Principal{Name: "rita", Review: true}, id, false); err != nil {
+		t.Errorf("a reviewer rejects another's plan: %v", err)
+	}
+	_, p, err := agent.FindPlan(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.ApplyPlan(ctx, p, ""); Code(err) != CodeDenied || !strings.Contains(answer(nil, err), "rita") {
+		t.Errorf("applying a rejected plan: %v", err)
+	} else if e := new(Error); !errors.As(err, &e) || e.Detail != "not now" {
+		t.Errorf("the rejection's reason does not reach the agent: %+v", err)
+	}
+	id = plan()
+	if err := decide(Operator("ada"), id, true); err != nil {
+		t.Errorf("the operator approves a plan of an agent that runs as the same OS user: %v", err)
+	}
+	_, p, _ = agent.FindPlan(ctx, id)
+	out, err := v.ApplyPlan(ctx, p, "")
+	if err != nil || out.Result == nil || out.Result.Unchanged {
+		t.Fatalf("applying the approved plan: %+v %v", out, err)
+	}
+	if _, err := v.ApplyPlan(ctx, p, ""); Code(err) != CodeConflict {
+		t.Errorf("applying it again: %v", err)
+	}
+}
+
+// TestCallAudit: one record per call, with what the gate decided: allow and the revision of a write, ask and the
+// plan of a write that needs confirmation, deny, and the outcome code of a failure.
+func TestCallAudit(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/audit.log"
+	g := fixture(t, path)
+	a := actor(t, g, Principal{Name: "ada", Mode: WritesBranches})
+	call := func(tool string, fn func(ctx context.Context, v *View) error) {
+		ctx, c := a.Call(ctx, CallInfo{Transport: audit.TransportStdio, Tool: tool, Args: []byte(`{"database":"shop"}`), Database: "shop"})
+		v, err := a.Open(ctx, "shop")
+		if err == nil {
+			err = fn(ctx, v)
+		}
+		c.End(OutcomeOf(err))
+	}
+	call("read", func(ctx context.Context, v *View) error {
+		_, err := v.Resolve(ctx, snapshots.Ref{})
+		return err
+	})
+	call("create_branch", func(ctx context.Context, v *View) error {
+		_, err := v.CreateBranch(ctx, "work", snapshots.Ref{})
+		return err
+	})
+	call("put", func(ctx context.Context, v *View) error {
+		_, err := v.Write(ctx, Change{Op: OpPut, Resource: "orders", Value: json.RawMessage(`[]`), Branch: "work", Tool: "put"})
+		return err
+	})
+	call("put", func(ctx context.Context, v *View) error {
+		_, err := v.Write(ctx, Change{Op: OpPut, Resource: "orders", Value: json.RawMessage(`[]`), Tool: "put"})
+		return err
+	})
+	call("get", func(ctx context.Context, v *View) error {
+		head, _ := v.Resolve(ctx, snapshots.Ref{})
+		_, err := v.Get(ctx, head, "nope")
+		return err
+	})
+	deny := actor(t, g, Principal{Name: "ro"})
+	ctx2, c := deny.Call(ctx, CallInfo{Tool: "put"})
+	v, _ := deny.Open(ctx2, "shop")
+	_, err := v.Write(ctx2, Change{Op: OpPut, Resource: "orders", Value: json.RawMessage(`[]`), Branch: "work"})
+	c.End(OutcomeOf(err))
+
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var got []string
+	if err := audit.Read(f, audit.Filter{}, func(r audit.Record) error {
+		got = append(got, fmt.Sprintf("%s %s %s %s rev=%d plan=%v", r.Principal, r.Tool, r.Decision, r.Outcome, r.Revision, r.PlanID != ""))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"ada read allow ok rev=0 plan=false",
+		"ada create_branch allow ok rev=0 plan=false",
+		"ada put allow ok rev=7 plan=false",
+		"ada put ask ok rev=0 plan=true",
+		"ada get allow NOT_FOUND rev=0 plan=false",
+		"ro put deny DENIED rev=0 plan=false",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("audit records:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
