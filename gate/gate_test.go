@@ -369,3 +369,74 @@ func TestCallAudit(t *testing.T) {
 		t.Errorf("audit records:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestScopedMetadata: what a scoped principal may not see is not countable either: no revision count or file size
+// of a database, no range of revision numbers in an error, no hidden revision's number in an answer, a plan's
+// summary or an automatic message.
+func TestScopedMetadata(t *testing.T) {
+	ctx := context.Background()
+	g := fixture(t, "")
+	a := actor(t, g, Principal{Name: "scoped", Mode: WritesOn, Scope: scope, Protected: []string{}})
+	info, err := a.DatabaseInfo(ctx, "shop")
+	if err != nil || info.FileBytes != 0 || info.Revisions != 5 || info.Heads["main"] != 5 {
+		t.Errorf("DatabaseInfo: %+v %v; want no file size, and revision 5, the newest it can see", info, err)
+	}
+	v, _ := a.Open(ctx, "shop")
+	_, err = v.Resolve(ctx, snapshots.Ref{Revision: 4})
+	if err == nil || strings.Contains(err.Error(), "run from") || strings.Contains(err.Error(), "6") {
+		t.Errorf("a hidden revision's error counts revisions: %v", err)
+	}
+	b, err := v.CreateBranch(ctx, "from-snap", snapshots.Ref{Snapshot: "snap4"})
+	if err != nil || b.Head != 3 || b.Base != 3 {
+		t.Errorf("a branch from snap4 (hidden revision 4): %+v %v; want it shown at revision 3", b, err)
+	}
+	l, err := v.CreateSnapshot(ctx, "again", snapshots.Ref{Snapshot: "snap4"}, "")
+	if err != nil || l.Revision != 3 {
+		t.Errorf("a snapshot of snap4: %+v %v", l, err)
+	}
+	// On from-snap nothing changes: the answer names the branch's head as the principal sees it.
+	out, err := v.Write(ctx, Change{Op: OpRestore, Resource: "orders", From: &snapshots.Ref{Snapshot: "snap4"}, Branch: "from-snap"})
+	if err != nil || !out.Result.Unchanged || out.Result.Revision != 3 {
+		t.Fatalf("an unchanged restore: %+v %v", out.Result, err)
+	}
+	out, err = v.Write(ctx, Change{Op: OpRestore, Resource: "orders", From: &snapshots.Ref{Snapshot: "snap4"}})
+	if err != nil || out.Result.Parent != 5 {
+		t.Fatalf("a restore on main, whose head (6) is hidden: %+v %v; want parent 5", out.Result, err)
+	}
+	st, _ := v.Resolve(ctx, snapshots.Ref{Revision: out.Result.Revision})
+	if !strings.Contains(st.Rev.Message, "(revision 3)") {
+		t.Errorf("the restore's automatic message: %q; want the source as revision 3", st.Rev.Message)
+	}
+	// Deleting a snapshot another principal made is a plan; its summary names the revision as the principal sees it.
+	ask := actor(t, g, Principal{Name: "scoped", Mode: WritesBranches, Scope: scope})
+	w, _ := ask.Open(ctx, "shop")
+	o, err := w.Write(ctx, Change{Op: OpDeleteSnapshot, Name: "snap4"})
+	if err != nil || o.Plan == nil || !strings.Contains(o.Plan.Plan.Summary, "revision 3") {
+		t.Errorf("a plan to delete snap4: %+v %v", o, err)
+	}
+}
+
+// TestOutOfBand: under the decision approve, a plan applies only once a person approved it out of band; a client's
+// confirmation does not count.
+func TestOutOfBand(t *testing.T) {
+	ctx := context.Background()
+	g := fixture(t, "")
+	a := actor(t, g, Principal{Name: "agent", Mode: WritesBranches, Policy: Policy{Protected: Approve}})
+	v, _ := a.Open(ctx, "shop")
+	out, err := v.Write(ctx, Change{Op: OpPut, Resource: "orders", Value: json.RawMessage(`[]`)})
+	if err != nil || out.Plan == nil || !out.Plan.Plan.OutOfBand {
+		t.Fatalf("a put on main: %+v %v, want an out-of-band plan", out, err)
+	}
+	p := out.Plan.Plan
+	if _, err := v.ApplyPlan(ctx, p, "the user of some-client"); Code(err) != CodeConfirmationRequired {
+		t.Errorf("applied with a client's confirmation: %v", err)
+	}
+	r, _ := actor(t, g, Principal{Name: "rita", Review: true}).Open(ctx, "shop")
+	if _, err := r.DecidePlan(ctx, p.ID, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, p, _ = a.FindPlan(ctx, p.ID)
+	if o, err := v.ApplyPlan(ctx, p, ""); err != nil || o.Result == nil {
+		t.Errorf("applying the approved plan: %+v %v", o, err)
+	}
+}

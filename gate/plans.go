@@ -173,9 +173,12 @@ func (v *View) ApplyPlan(ctx context.Context, p snapshots.Plan, confirmedBy stri
 	if err := v.CheckApply(p); err != nil {
 		return nil, err
 	}
-	if p.State == snapshots.PlanPending && confirmedBy == "" {
-		return nil, &Error{code: CodeConfirmationRequired, Err: ErrConfirmationRequired,
-			Msg: fmt.Sprintf("plan %s needs a person's confirmation and has none; nothing was written", p.ID)}
+	if p.State == snapshots.PlanPending && (confirmedBy == "" || p.OutOfBand) {
+		msg := fmt.Sprintf("plan %s needs a person's confirmation and has none; nothing was written", p.ID)
+		if p.OutOfBand {
+			msg = fmt.Sprintf("plan %s must be approved by a person out of band (strata approve, the review page); a client's confirmation does not count; nothing was written", p.ID)
+		}
+		return nil, &Error{code: CodeConfirmationRequired, Err: ErrConfirmationRequired, Msg: msg}
 	}
 	ch, err := PlanChange(p)
 	if err != nil {

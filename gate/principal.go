@@ -132,4 +132,6 @@ func (p Principal) Protects(branch string) bool {
 func (p Principal) Writes() bool { return p.Policy.Writes() }
 
 // Plans reports whether a call of this principal can become a plan (some class is ask).
-func (p Principal) Plans() bool { return p.Policy.Write == Ask || p.Policy.Protected == Ask }
+func (p Principal) Plans() bool {
+	return p.Policy.Write == Ask || p.Policy.Protected == Ask || p.Policy.Write == Approve || p.Policy.Protected == Approve
+}

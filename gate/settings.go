@@ -24,8 +24,13 @@ const (
 // Decisions a policy gives a class.
 const (
 	Allow = "allow"
-	Ask   = "ask" // a plan that a person must confirm
-	Deny  = "deny"
+	// Ask makes the call a plan that a person confirms: the client's user when the client can ask them
+	// (elicitation), or a person out of band (strata approve, the review page).
+	Ask = "ask"
+	// Approve makes the call a plan that only a person approves out of band: a client's answer does not count. For
+	// clients that declare they can ask their user but may answer for themselves (an agent's own client).
+	Approve = "approve"
+	Deny    = "deny"
 )
 
 // Policy is the decision for each class. The write modes are presets of it (PresetPolicy).
@@ -91,12 +96,12 @@ func (p Policy) validate() error {
 				return fmt.Errorf("policy read: \"deny\" is not possible: reads are always allowed; hide databases and resources with scopes instead")
 			}
 		case "", Allow:
-		case Ask:
+		case Ask, Approve:
 			if f.class == ClassAdmin || f.class == ClassRead {
 				return fmt.Errorf("policy %s: %q is not possible for %s tools: use allow or deny", f.class, f.d, f.class)
 			}
 		default:
-			return fmt.Errorf("policy %s: unknown decision %q: use allow, ask (a plan a person confirms) or deny", f.class, f.d)
+			return fmt.Errorf("policy %s: unknown decision %q: use allow, ask (a plan a person confirms), approve (a plan only a person approves out of band) or deny", f.class, f.d)
 		}
 	}
 	return nil

@@ -89,9 +89,13 @@ func (a *Actor) DatabaseInfo(ctx context.Context, name string) (snapshots.Databa
 	if err != nil || !a.limited() {
 		return info, err
 	}
+	// The file's size and the revision count move with hidden commits too: the principal learns only the newest
+	// revision it can see.
 	memo := map[uint64]uint64{}
+	info.FileBytes, info.Revisions = 0, 0
 	for b, h := range info.Heads {
 		info.Heads[b] = v.visibleNumber(ctx, h, memo)
+		info.Revisions = max(info.Revisions, info.Heads[b])
 	}
 	return info, nil
 }
@@ -131,12 +135,9 @@ func (v *View) permittedOnly(names []string) []string {
 }
 
 // missingRevision is the error of a revision number that does not exist.
+// The range of revisions is not told: it would count the hidden ones.
 func (v *View) missingRevision(ctx context.Context, n uint64) error {
-	last := uint64(0)
-	if info, err := v.a.g.dir.Info(ctx, v.name); err == nil {
-		last = info.Revisions
-	}
-	return &snapshots.NotFoundError{What: "revision", Name: strconv.FormatUint(n, 10), Hint: fmt.Sprintf("revisions run from 1 to %d", last)}
+	return &snapshots.NotFoundError{What: "revision", Name: strconv.FormatUint(n, 10), Hint: "history lists the revisions you can read"}
 }
 
 // visibleAncestor returns the newest visible revision on the first-parent chain from n down (n itself when
@@ -182,6 +183,10 @@ func (v *View) visibleNumber(ctx context.Context, n uint64, memo map[uint64]uint
 func (v *View) Resolve(ctx context.Context, ref snapshots.Ref) (snapshots.State, error) {
 	st, err := v.db.Resolve(ctx, ref)
 	if err != nil {
+		var nf *snapshots.NotFoundError
+		if v.a.limited() && errors.As(err, &nf) && nf.What == "revision" && ref.Revision != 0 {
+			return st, v.missingRevision(ctx, ref.Revision) // the library's hint counts every revision
+		}
 		return st, v.a.dbErr(ctx, err)
 	}
 	if !v.a.limited() || v.revisionVisible(st.Rev) {
@@ -331,12 +336,9 @@ func (v *View) ShowRevision(ctx context.Context, n uint64, maxOps int) (*snapsho
 	if !v.a.limited() {
 		return v.db.ShowRevision(ctx, n, maxOps)
 	}
-	st, err := v.db.Resolve(ctx, snapshots.Ref{Revision: n})
+	st, err := v.Resolve(ctx, snapshots.Ref{Revision: n}) // a hidden revision is not found, as a missing one
 	if err != nil {
 		return nil, err
-	}
-	if !v.revisionVisible(st.Rev) {
-		return nil, v.missingRevision(ctx, n)
 	}
 	before := revision.EmptyObject
 	if len(st.Rev.Parents) > 0 {

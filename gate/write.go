@@ -181,7 +181,12 @@ func (v *View) CreateBranch(ctx context.Context, name string, from snapshots.Ref
 		return store.BranchRecord{}, err
 	}
 	b, err := v.db.CreateBranch(ctx, name, from, v.a.p.Name)
-	return b, v.writeErr(ctx, err)
+	if err != nil {
+		return b, v.writeErr(ctx, err)
+	}
+	memo := map[uint64]uint64{} // the state as the principal sees it: a hidden revision's number never shows
+	b.Head, b.Base = v.visibleNumber(ctx, b.Head, memo), v.visibleNumber(ctx, b.Base, memo)
+	return b, nil
 }
 
 // CreateSnapshot names a state the principal may see (class write).
@@ -196,7 +201,11 @@ func (v *View) CreateSnapshot(ctx context.Context, name string, at snapshots.Ref
 		return store.LabelRecord{}, err
 	}
 	l, err := v.db.CreateSnapshot(ctx, name, at, note, v.a.p.Name)
-	return l, v.writeErr(ctx, err)
+	if err != nil {
+		return l, v.writeErr(ctx, err)
+	}
+	l.Revision = v.visibleNumber(ctx, l.Revision, nil)
+	return l, nil
 }
 
 // checkRef answers a revision number the scope hides (one that changed only hidden resources) exactly as a
@@ -251,6 +260,9 @@ func (v *View) write(ctx context.Context, ch Change, ap *applying) (*Outcome, er
 	case OpDeleteSnapshot:
 		return v.deleteName(ctx, ch, ap, "snapshot")
 	}
+	if err := v.visibleMessage(ctx, &ch); err != nil {
+		return nil, err
+	}
 	var pr *snapshots.PromoteResult
 	do, err := v.doer(ctx, ch, &pr)
 	if err != nil {
@@ -270,6 +282,22 @@ func (v *View) write(ctx context.Context, ch Change, ap *applying) (*Outcome, er
 		return nil, err
 	}
 	recordRevision(ctx, r)
+	if v.a.limited() && r != nil {
+		// A result names revisions as the principal sees them: an unchanged write answers the branch head, and a
+		// commit its parent, either of which may have changed only hidden resources.
+		cp := *r
+		memo := map[uint64]uint64{}
+		cp.Parent = v.visibleNumber(ctx, cp.Parent, memo)
+		if cp.Unchanged || cp.Replayed {
+			cp.Revision = v.visibleNumber(ctx, cp.Revision, memo)
+		}
+		r = &cp
+		if pr != nil {
+			cpr := *pr
+			cpr.Result = r
+			pr = &cpr
+		}
+	}
 	return &Outcome{Result: r, Promote: pr}, nil
 }
 
@@ -296,6 +324,30 @@ func (v *View) checkChange(ctx context.Context, ch Change) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// visibleMessage gives a restore or revert of a scoped principal the message the library would write, but naming
+// the source as the principal sees it: a hidden revision's number never goes into a message it can read.
+func (v *View) visibleMessage(ctx context.Context, ch *Change) error {
+	if !v.a.limited() || ch.Message != "" {
+		return nil
+	}
+	switch {
+	case ch.Op == OpRestore && ch.From != nil:
+		st, err := v.Resolve(ctx, *ch.From)
+		if err != nil {
+			return err
+		}
+		ptr, _ := revision.ParsePointer(ch.Path)
+		ch.Message = fmt.Sprintf("restore %s%s from %s (revision %d)", ch.Resource, ptr, ch.From, st.Rev.Number)
+	case ch.Op == OpRevert && ch.Target != nil:
+		st, err := v.Resolve(ctx, *ch.Target)
+		if err != nil {
+			return err
+		}
+		ch.Message = fmt.Sprintf("revert to %s (revision %d)", ch.Target, st.Rev.Number)
 	}
 	return nil
 }
@@ -481,7 +533,7 @@ func (v *View) commitUnderPolicy(ctx context.Context, ch Change, ap *applying, d
 			return res, nil, err
 		}
 		p, err := v.savePlan(ctx, ch, snapshots.Plan{Branch: branch, Base: r.Preview.Base.Rev.Number,
-			Root: []byte(r.Preview.RootEncoding())}, diff)
+			Root: []byte(r.Preview.RootEncoding()), OutOfBand: d == Approve}, diff)
 		return nil, p, err
 	}
 	return nil, nil, Errorf(CodeConflict, "branch %s kept moving while this write was being checked; nothing was written", branch).
@@ -564,7 +616,8 @@ func (v *View) deleteName(ctx context.Context, ch Change, ap *applying, kind str
 			}
 		}
 	}
-	switch v.a.decide(class) {
+	d := v.a.decide(class)
+	switch d {
 	case Deny:
 		recordDecision(ctx, Deny)
 		return nil, denied("delete_" + kind + " of " + name)
@@ -580,8 +633,8 @@ func (v *View) deleteName(ctx context.Context, ch Change, ap *applying, kind str
 	if !found || (kind == "branch" && name == snapshots.Main) {
 		return del("") // the library says what is wrong
 	}
-	p, err := v.savePlan(ctx, ch, snapshots.Plan{Target: name, Base: base,
-		Summary: fmt.Sprintf("delete %s %s (at revision %d)", kind, name, base)}, nil)
+	p, err := v.savePlan(ctx, ch, snapshots.Plan{Target: name, Base: base, OutOfBand: d == Approve,
+		Summary: fmt.Sprintf("delete %s %s (at revision %d)", kind, name, v.visibleNumber(ctx, base, nil))}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -266,11 +266,9 @@ func applyPlan(ctx context.Context, c *call) (string, any, error) {
 // for `strata approve`).
 func (c *call) confirm(ctx context.Context, v *gate.View, p snapshots.Plan) (string, *mcpsdk.CallToolResult, error) {
 	dbName := v.Name()
-	waiting := func(why string) error {
-		e := newError(codeConfirmationRequired, "plan %s needs a person's confirmation and %s; nothing was written", p.ID, why)
-		e.Hint = fmt.Sprintf("ask a person to approve it (strata approve %s %s) and call apply_plan again before it expires at %s",
-			dbName, p.ID, p.Expires.Format(time.RFC3339))
-		return e
+	waiting := func(why string) error { return waiting(v, p, why) }
+	if p.OutOfBand {
+		return "", nil, waiting("only a person may approve it, out of band: the operator does not take a client's confirmation for it")
 	}
 	var params *mcpsdk.CallToolParamsRaw
 	if c.req != nil {
@@ -311,6 +309,14 @@ func (c *call) confirm(ctx context.Context, v *gate.View, p snapshots.Plan) (str
 		},
 	}
 	return "", &mcpsdk.CallToolResult{InputRequests: mcpsdk.InputRequestMap{confirmKey: req}, RequestState: c.s.requestState(p)}, nil
+}
+
+// waiting is the answer to apply_plan for a plan that no one has confirmed, and why.
+func waiting(v *gate.View, p snapshots.Plan, why string) error {
+	e := newError(codeConfirmationRequired, "plan %s needs a person's confirmation and %s; nothing was written", p.ID, why)
+	e.Hint = fmt.Sprintf("ask a person to approve it (strata approve %s %s) and call apply_plan again before it expires at %s",
+		v.Name(), p.ID, p.Expires.Format(time.RFC3339))
+	return e
 }
 
 // requestState binds a confirmation round trip to its plan and caller: the client echoes it with the answer.

@@ -443,3 +443,30 @@ func TestPlanKeyReused(t *testing.T) {
 		t.Fatalf("main's price: %s", got)
 	}
 }
+
+// TestPlanOutOfBand: under the decision approve, a plan is applied only once a person approved it out of band:
+// a client that can ask its user, and would answer yes itself, is not asked, and its answer would not count.
+func TestPlanOutOfBand(t *testing.T) {
+	asked := 0
+	copts := &mcpsdk.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
+		asked++
+		return &mcpsdk.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+	}}
+	h := newHarnessWith(t, t.TempDir(), Config{Writes: gate.WritesBranches, Principal: "agent-1",
+		Policy: gate.Policy{Protected: gate.Approve}}, copts)
+	h.ok("create_database", `{"database":"shop"}`)
+	base := h.seed("shop", "catalog", `{"price":10,"legacy":{"x":1}}`)
+	id := h.planned("delete", `{"database":"shop","resource":"catalog","path":"/legacy"}`)
+	r := h.fail("apply_plan", `{"plan_id":"`+id+`"}`, codeConfirmationRequired)
+	if asked != 0 || !strings.Contains(r.text, "out of band") || h.head("shop", "main") != base {
+		t.Fatalf("apply before a person approved: asked %d times: %s", asked, r.text)
+	}
+	h.decide(id, true, "")
+	a := h.ok("apply_plan", `{"plan_id":"`+id+`"}`)
+	if a.num("revision") != base+1 || asked != 0 {
+		t.Fatalf("apply after approval: %s (asked %d)", a.data, asked)
+	}
+	if s := h.ok("status", `{}`); !strings.Contains(s.raw("policy"), `"protected":"approve"`) {
+		t.Errorf("status does not show the decision: %s", s.raw("policy"))
+	}
+}

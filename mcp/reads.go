@@ -319,7 +319,7 @@ type limitsOut struct {
 
 func statusSchema() schema {
 	decision := func(class, what string) prop {
-		return prop{class, schema{"type": "string", "enum": []string{gate.Allow, gate.Ask, gate.Deny}, "description": what + ": allow (runs), ask (answers a plan a person must confirm) or deny"}}
+		return prop{class, schema{"type": "string", "enum": []string{gate.Allow, gate.Ask, gate.Approve, gate.Deny}, "description": what + ": allow (runs), ask (answers a plan a person must confirm), approve (a plan only a person approves out of band) or deny"}}
 	}
 	return outputSchema("The server and what this caller may do.", []string{"server", "version", "writes", "writes_meaning", "protected_branches", "principal", "limits", "policy", "tools"},
 		prop{"server", strS("the server name: strata")},
@@ -379,7 +379,7 @@ func (c *call) limit(def uint64) int {
 
 type databaseJSON struct {
 	Name      string     `json:"name"`
-	FileBytes int64      `json:"file_bytes"`
+	FileBytes int64      `json:"file_bytes,omitempty"`
 	Revisions uint64     `json:"revisions"`
 	Heads     []headJSON `json:"heads"`
 	Error     string     `json:"error,omitempty"`

@@ -656,7 +656,7 @@ func TestScopeSubscriptions(t *testing.T) {
 	if strings.Contains(fp(dbs), "secret") || strings.Contains(fp(list), "secret") {
 		t.Fatalf("fingerprints hold hidden names: %s %s", fp(dbs), fp(list))
 	}
-	before, beforeHidden := fp(log), fp(hidden)
+	before, beforeHidden, beforeDBs := fp(log), fp(hidden), fp(dbs)
 	shop, err := h.dir.Open(ctx, "shop")
 	if err != nil {
 		t.Fatal(err)
@@ -664,8 +664,8 @@ func TestScopeSubscriptions(t *testing.T) {
 	if _, err := shop.Put(ctx, hiddenRes, []byte(`{"token":"TOPSECRET-45"}`), snapshots.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if fp(log) != before || fp(hidden) != beforeHidden {
-		t.Fatal("a commit to a hidden resource changes what a subscriber sees")
+	if fp(log) != before || fp(hidden) != beforeHidden || fp(dbs) != beforeDBs {
+		t.Fatal("a commit to a hidden resource changes what a subscriber sees (strata://databases included)")
 	}
 	if _, err := shop.Put(ctx, "orders", []byte(`[]`), snapshots.WriteOptions{}); err != nil {
 		t.Fatal(err)

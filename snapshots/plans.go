@@ -45,6 +45,7 @@ type Plan struct {
 	Target          string            `json:"target,omitempty"` // a branch or snapshot it deletes
 	Base            uint64            `json:"base"`             // the head it was computed on (or the revision the deleted name pointed to)
 	Root            []byte            `json:"root,omitempty"`   // the root its revision must have
+	OutOfBand       bool              `json:"out_of_band,omitempty"` // only a person's approval out of band applies it, not a client's confirmation
 	Summary         string            `json:"summary"`
 	Counts          revision.Counts   `json:"counts"`
 	Preview         []revision.DiffOp `json:"preview,omitempty"`          // the first operations of its diff, for a person to review
