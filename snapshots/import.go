@@ -36,8 +36,10 @@ const leaseRenewal = 10 * time.Second
 // nodes bucket (their keys are hashes), and every page bbolt reads to do so stays in the process's resident set until
 // released, with the kernel mapping up to 15 neighbouring pages of the file on each fault; smaller batches bound
 // that, at the cost of more transactions (each rewrites the branch pages it passes through). At 10,000,000
-// elements, 4 MiB batches peaked at 167 MiB RSS, 2 MiB at 103 MiB, 1 MiB at 65 MiB (and 25% slower).
-const importBatchBytes = 2 << 20
+// elements, 4 MiB batches peaked at 167 MiB RSS, 2 MiB at 103 MiB, 1 MiB at 65 MiB (and 25% slower). 1 MiB it
+// is: through strata import, 2 MiB peaked at 111-117 MiB and, on a loaded machine, at up to 146 MiB, over the
+// 128 MiB bound; 1 MiB peaks at 77-82 MiB with two imports running at once, for 12% more CPU.
+const importBatchBytes = 1 << 20
 
 // ImportOptions says how DB.Import reads its input. The zero value reads one JSON document.
 type ImportOptions struct {
