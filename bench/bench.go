@@ -336,7 +336,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(root)
+	defer removeAll(root) // after the servers are stopped (deferred below), which may still be writing there
 	makers := map[string]func() system{}
 	for _, name := range Systems {
 		if !slices.Contains(opts.Systems, name) {
@@ -410,6 +410,17 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep.Elapsed = time.Since(rep.Started)
 	return rep, nil
+}
+
+// removeAll removes the suite's directory, trying again for a few seconds while a server that just stopped (as
+// another OS user, say) finishes writing into it.
+func removeAll(dir string) {
+	for i := 0; i < 50; i++ {
+		if err := os.RemoveAll(dir); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // runOne runs the workload once on one system and records its figures.

@@ -191,11 +191,11 @@ type Duration time.Duration
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("plan_ttl: a duration is a string such as \"5m\" or \"90s\"")
+		return fmt.Errorf("a duration is a string such as \"5m\" or \"90s\", not %s", b)
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("plan_ttl %q: %v (use a string such as \"5m\" or \"90s\")", s, err)
+		return fmt.Errorf("duration %q: %v (use a string such as \"5m\" or \"90s\")", s, err)
 	}
 	*d = Duration(v)
 	return nil
@@ -219,6 +219,11 @@ type Settings struct {
 	MaxConcurrentQueries int `json:"max_concurrent_queries,omitempty"`
 	// RateLimit is every principal's rate limit unless its own settings give one.
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// MaxSessions and MaxSessionsPerPrincipal cap the HTTP sessions open at once, in all and of one principal
+	// (default 1024 and 64); SessionIdle closes a session after that long without a request (default 10m).
+	MaxSessions             int      `json:"max_sessions,omitempty"`
+	MaxSessionsPerPrincipal int      `json:"max_sessions_per_principal,omitempty"`
+	SessionIdle             Duration `json:"session_idle,omitempty"`
 	// Default applies to every principal the Principals map does not name (over stdio, the local user).
 	Default PrincipalSettings `json:"default"`
 	// Principals configures principals by name (a bearer token names its principal; over stdio, the OS user).
@@ -295,6 +300,12 @@ func (s *Settings) Validate() error {
 	}
 	if s.PlanTTL < 0 || (s.PlanTTL != 0 && time.Duration(s.PlanTTL) < time.Second) || time.Duration(s.PlanTTL) > 24*time.Hour {
 		return fmt.Errorf("plan_ttl %s: use between 1s and 24h", time.Duration(s.PlanTTL))
+	}
+	if s.MaxSessions < 0 || s.MaxSessionsPerPrincipal < 0 {
+		return fmt.Errorf("max_sessions and max_sessions_per_principal must be positive (0 for the defaults)")
+	}
+	if s.SessionIdle < 0 || (s.SessionIdle != 0 && time.Duration(s.SessionIdle) < time.Second) || time.Duration(s.SessionIdle) > 24*time.Hour {
+		return fmt.Errorf("session_idle %s: use between 1s and 24h", time.Duration(s.SessionIdle))
 	}
 	if s.MaxConcurrentQueries < 0 || s.MaxConcurrentQueries > 256 {
 		return fmt.Errorf("max_concurrent_queries %d: use between 1 and 256 (0 for the default %d)", s.MaxConcurrentQueries, DefaultMaxConcurrentQueries)

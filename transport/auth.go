@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -135,6 +136,16 @@ func WithPrincipal(ctx context.Context, principal string) context.Context {
 	return context.WithValue(ctx, principalKey{}, principal)
 }
 
+// Default caps of Auth.
+const (
+	// DefaultMaxSessions caps the sessions open at once, of all principals.
+	DefaultMaxSessions = 1024
+	// DefaultMaxSessionsPerPrincipal caps the sessions one principal has open at once.
+	DefaultMaxSessionsPerPrincipal = 64
+	// MaxBatch caps the messages of one JSON-RPC batch (protocol 2025-03-26): a 4 MiB body holds ~20,000 calls.
+	MaxBatch = 64
+)
+
 // AuthOptions configures Auth.
 type AuthOptions struct {
 	// Tokens are the principals' tokens. With none, every request is LocalUser's (a server then listens on loopback
@@ -149,6 +160,9 @@ type AuthOptions struct {
 	// OnRefused, when set, hears of every refused request: decision is RefusedUnauthenticated or
 	// RefusedRateLimited. It is the audit log's hook; principal is empty when none was authenticated.
 	OnRefused func(principal, remote, decision string)
+	// MaxSessions and MaxSessionsPerPrincipal cap the sessions open at once (0: the defaults); a request that would
+	// open one more is refused with 429 (503 when the server is full).
+	MaxSessions, MaxSessionsPerPrincipal int
 }
 
 // Auth authenticates requests, limits them, and binds each session (Mcp-Session-Id) to the principal that opened
@@ -159,6 +173,8 @@ type Auth struct {
 	rateLimit   func(principal string) gate.RateLimit
 	sessionIdle time.Duration
 	onRefused   func(principal, remote, decision string)
+	maxSessions int
+	maxPer      int
 
 	mu       sync.Mutex
 	limits   map[string]*rate.Limiter // per principal
@@ -181,6 +197,8 @@ func NewAuth(o AuthOptions) *Auth {
 		rateLimit:   o.RateLimit,
 		sessionIdle: o.SessionIdle,
 		onRefused:   o.OnRefused,
+		maxSessions: o.MaxSessions,
+		maxPer:      o.MaxSessionsPerPrincipal,
 		limits:      map[string]*rate.Limiter{},
 		failures:    map[string]*failBucket{},
 		sessions:    map[string]*sessionOwner{},
@@ -191,6 +209,12 @@ func NewAuth(o AuthOptions) *Auth {
 	}
 	if a.sessionIdle <= 0 {
 		a.sessionIdle = 30 * time.Minute
+	}
+	if a.maxSessions <= 0 {
+		a.maxSessions = DefaultMaxSessions
+	}
+	if a.maxPer <= 0 {
+		a.maxPer = DefaultMaxSessionsPerPrincipal
 	}
 	return a
 }
@@ -251,7 +275,30 @@ func (g *Auth) Handler(next http.Handler) http.Handler {
 			http.Error(w, "session not found", http.StatusNotFound) // the go-sdk's own answer for an unknown session
 			return
 		}
+		var body []byte
 		if r.Method == http.MethodPost {
+			var err error
+			if body, err = readBody(r); err != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+				} else {
+					http.Error(w, "failed to read the body", http.StatusBadRequest)
+				}
+				return
+			}
+		}
+		if len(sid) == 0 && r.Method == http.MethodPost && !g.admitSession(w, principal) {
+			return
+		}
+		r = r.WithContext(WithPrincipal(r.Context(), principal))
+		if r.Method == http.MethodPost && isBatch(body) {
+			// Every call in a batch counts against the limit, not the one POST that carries them.
+			g.batch(w, r, principal, body, next, sid)
+			return
+		}
+		if r.Method == http.MethodPost || r.Method == http.MethodGet {
+			// A GET opens an event stream: it counts as a call too.
 			now := g.now()
 			res := g.limiter(principal).ReserveN(now, 1)
 			if d := res.DelayFrom(now); !res.OK() || d > 0 {
@@ -261,12 +308,7 @@ func (g *Auth) Handler(next http.Handler) http.Handler {
 				return
 			}
 		}
-		r = r.WithContext(WithPrincipal(r.Context(), principal))
-		if len(sid) == 1 {
-			next.ServeHTTP(&sessionRecorder{ResponseWriter: w, g: g, principal: principal, sid: sid[0], method: r.Method}, r)
-			return
-		}
-		next.ServeHTTP(&sessionRecorder{ResponseWriter: w, g: g, principal: principal}, r)
+		g.serve(w, r, principal, sid, next)
 	})
 }
 
@@ -407,18 +449,24 @@ func (g *Auth) recordSession(principal, sid string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
-	if now.Sub(g.swept) > time.Minute {
-		// Sessions idle for longer than the go-sdk keeps them are gone there too.
-		for id, o := range g.sessions {
-			if now.Sub(o.seen) > g.sessionIdle+time.Minute {
-				delete(g.sessions, id)
-			}
-		}
-		g.swept = now
-	}
+	g.sweep(now)
 	if _, taken := g.sessions[sid]; !taken {
 		g.sessions[sid] = &sessionOwner{principal: principal, seen: now}
 	}
+}
+
+// sweep forgets sessions idle for longer than the go-sdk keeps them (gone there too), at most once a minute; g.mu
+// is held.
+func (g *Auth) sweep(now time.Time) {
+	if now.Sub(g.swept) <= time.Minute {
+		return
+	}
+	for id, o := range g.sessions {
+		if now.Sub(o.seen) > g.sessionIdle+time.Minute {
+			delete(g.sessions, id)
+		}
+	}
+	g.swept = now
 }
 
 func (g *Auth) forgetSession(sid string) {
@@ -471,3 +519,28 @@ func (s *sessionRecorder) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection (read deadlines).
 func (s *sessionRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// admitSession refuses a request that would open a session over the caps (a POST without a session: an
+// initialize, or a stateless call). It answers the refusal itself.
+func (g *Auth) admitSession(w http.ResponseWriter, principal string) bool {
+	g.mu.Lock()
+	g.sweep(g.now())
+	total, mine := len(g.sessions), 0
+	for _, o := range g.sessions {
+		if o.principal == principal {
+			mine++
+		}
+	}
+	g.mu.Unlock()
+	switch {
+	case mine >= g.maxPer:
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, fmt.Sprintf("Too Many Requests: principal %s has %d sessions open, the most it may; close one (DELETE) or reuse it", principal, mine), http.StatusTooManyRequests)
+		return false
+	case total >= g.maxSessions:
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, "Service Unavailable: the server has as many sessions open as it takes; retry later", http.StatusServiceUnavailable)
+		return false
+	}
+	return true
+}

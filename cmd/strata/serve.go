@@ -20,8 +20,9 @@ import (
 
 // Limits of the HTTP transport (the rest are package transport's).
 const (
-	// sessionIdle closes a session after this long without a request from its client.
-	sessionIdle = 30 * time.Minute
+	// sessionIdle closes a session after this long without a request from its client, unless the configuration's
+	// session_idle says otherwise.
+	sessionIdle = 10 * time.Minute
 	// shutdownGrace is how long a shutdown waits for requests in flight before closing connections.
 	shutdownGrace = 5 * time.Second
 )
@@ -140,8 +141,13 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 			o.onRefused(principal, remote, decision)
 		}
 	}
+	idle := sessionIdle
+	if b.settings.SessionIdle > 0 {
+		idle = time.Duration(b.settings.SessionIdle)
+	}
 	auth := transport.NewAuth(transport.AuthOptions{Tokens: tokens, LocalUser: g.env.user(), RateLimit: b.settings.RateLimitFor,
-		SessionIdle: sessionIdle, OnRefused: onRefused})
+		SessionIdle: idle, OnRefused: onRefused, MaxSessions: b.settings.MaxSessions,
+		MaxSessionsPerPrincipal: b.settings.MaxSessionsPerPrincipal})
 	mcpHandler := mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
 		principal := transport.PrincipalFrom(r.Context())
 		if principal == "" {
@@ -149,7 +155,7 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 		}
 		return b.serverOf(principal)
 	}, &mcpsdk.StreamableHTTPOptions{
-		SessionTimeout:      sessionIdle,
+		SessionTimeout:      idle,
 		MaxRequestBodyBytes: transport.MaxBodyBytes,
 		Logger:              logger,
 		// With tokens the server may sit behind a proxy on the same machine; Guard checks Host and Origin.

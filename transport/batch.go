@@ -1,0 +1,153 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+)
+
+// JSON-RPC batches (protocol 2025-03-26 and earlier): one POST may carry many calls, and each counts against the
+// principal's rate limit. The calls the limit lets through run, as a batch of their own; the others are answered,
+// in the same response, with a JSON-RPC error that says when to retry. A batch of more than MaxBatch messages is
+// refused whole.
+
+// codeRateLimited is the JSON-RPC error code of a call in a batch over the rate limit (the implementation-defined
+// server-error range).
+const codeRateLimited = -32029
+
+// readBody reads a request's body and puts it back for the next handler.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, err
+}
+
+// isBatch reports whether a body is a JSON array (a batch).
+func isBatch(body []byte) bool {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	return len(b) > 0 && b[0] == '['
+}
+
+type batchMessage struct {
+	raw    json.RawMessage
+	id     json.RawMessage // a request's id; nil for a notification or a response
+	method string
+}
+
+func (g *Auth) batch(w http.ResponseWriter, r *http.Request, principal string, body []byte, next http.Handler, sid []string) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(body, &raws); err != nil {
+		next.ServeHTTP(w, r) // malformed: the MCP handler says so
+		return
+	}
+	if len(raws) > MaxBatch {
+		http.Error(w, fmt.Sprintf("a JSON-RPC batch of %d messages: the most this server takes is %d; send fewer at a time", len(raws), MaxBatch), http.StatusRequestEntityTooLarge)
+		return
+	}
+	msgs := make([]batchMessage, len(raws))
+	calls := 0
+	for i, raw := range raws {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(raw, &m)
+		msgs[i] = batchMessage{raw: raw, method: m.Method}
+		if m.Method != "" {
+			calls++
+			if len(m.ID) > 0 && string(m.ID) != "null" {
+				msgs[i].id = m.ID
+			}
+		}
+	}
+	lim := g.limiter(principal)
+	now := g.now()
+	allowed := min(calls, int(math.Floor(lim.TokensAt(now))))
+	if allowed < calls {
+		g.refused(principal, r, RefusedRateLimited)
+	}
+	if allowed <= 0 {
+		res := lim.ReserveN(now, 1)
+		d := res.DelayFrom(now)
+		res.CancelAt(now)
+		tooMany(w, d, "rate limit of principal "+principal+" exceeded")
+		return
+	}
+	lim.AllowN(now, allowed)
+	if allowed == calls {
+		g.serve(w, r, principal, sid, next)
+		return
+	}
+	// Run the first calls the limit lets through; answer the others as rate-limited.
+	var kept []json.RawMessage
+	var refusedIDs []json.RawMessage
+	n := 0
+	for _, m := range msgs {
+		switch {
+		case m.method == "":
+			kept = append(kept, m.raw) // a response to the server: no call
+		case n < allowed:
+			kept = append(kept, m.raw)
+			n++
+		case m.id != nil:
+			refusedIDs = append(refusedIDs, m.id)
+		}
+	}
+	reduced, _ := json.Marshal(kept)
+	r.Body = io.NopCloser(bytes.NewReader(reduced))
+	r.ContentLength = int64(len(reduced))
+	rec := httptest.NewRecorder()
+	g.serve(rec, r, principal, sid, next)
+	retry := int64(math.Ceil(float64(calls-allowed) / max(float64(lim.Limit()), 1e-9)))
+	errs := make([][]byte, len(refusedIDs))
+	for i, id := range refusedIDs {
+		errs[i], _ = json.Marshal(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   any             `json:"error"`
+		}{"2.0", id, map[string]any{"code": codeRateLimited,
+			"message": fmt.Sprintf("Too Many Requests: rate limit of principal %s exceeded; this call did not run; retry after %d s", principal, max(retry, 1)),
+			"data":    map[string]any{"retry_after": max(retry, 1)}}})
+	}
+	out := rec.Body.Bytes()
+	if strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		var arr []json.RawMessage
+		if json.Unmarshal(out, &arr) == nil {
+			for _, e := range errs {
+				arr = append(arr, e)
+			}
+			out, _ = json.Marshal(arr)
+		}
+	} else {
+		var b bytes.Buffer
+		b.Write(out)
+		for _, e := range errs {
+			fmt.Fprintf(&b, "event: message\ndata: %s\n\n", e)
+		}
+		out = b.Bytes()
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.Code)
+	w.Write(out)
+}
+
+// serve passes a request on to next, recording the session it opens or ends.
+func (g *Auth) serve(w http.ResponseWriter, r *http.Request, principal string, sid []string, next http.Handler) {
+	if len(sid) == 1 {
+		next.ServeHTTP(&sessionRecorder{ResponseWriter: w, g: g, principal: principal, sid: sid[0], method: r.Method}, r)
+		return
+	}
+	next.ServeHTTP(&sessionRecorder{ResponseWriter: w, g: g, principal: principal}, r)
+}
