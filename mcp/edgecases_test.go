@@ -1,9 +1,14 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strata-db/strata/snapshots"
 )
 
 // Edge cases found by trying Strata on real data: the nesting limit is exactly the documented one, an explicit
@@ -96,5 +101,25 @@ func TestDiffAppliesAsPatch(t *testing.T) {
 	r = h.fail("patch", `{"database":"shop","resource":"cat","branch":"copy","operations":[{"op":"remove","path":"/name","old_valeu":"x"}]}`, codeInvalidArgument)
 	if !strings.Contains(r.text, `"old_valeu"`) || !strings.Contains(r.text, "old_value") {
 		t.Errorf("misspelt member: %s", r.text)
+	}
+}
+
+// TestDamagedFileNamesNoPath: an error about a database's damaged file names no path on the server (the operator's
+// log does), in the tool's answer and in list_databases.
+func TestDamagedFileNamesNoPath(t *testing.T) {
+	path := t.TempDir()
+	h := newHarnessAt(t, path, Config{})
+	if _, err := h.dir.Create(context.Background(), "shop", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(path, "broken"+snapshots.Ext), []byte("this is not a database file at all, just text"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := h.fail("read", `{"database":"broken","resource":"doc"}`, codeUnavailable)
+	if strings.Contains(r.text, path) || !strings.Contains(r.str("message"), "damaged") {
+		t.Errorf("read of a damaged database: %s", r.text)
+	}
+	if l := h.ok("list_databases", `{}`); strings.Contains(l.text, path) || !strings.Contains(l.text, "damaged") {
+		t.Errorf("list_databases: %s", l.text)
 	}
 }

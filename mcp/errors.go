@@ -10,6 +10,7 @@ import (
 	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
+	"github.com/strata-db/strata/store"
 )
 
 // The stable error codes are the gate's (gate.Code classifies every library error); these are their short names
@@ -113,6 +114,10 @@ func errorFor(err error) *toolError {
 		}
 	case codeUnavailable:
 		switch {
+		case fileFault(err):
+			// The library's message names the server's files: the caller learns only what it can act on.
+			te.Message = "the database file is damaged or cannot be used now; nothing was written"
+			te.Hint = "tell the operator: the server's log names the file and says why"
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 			te.Message = "the call was cancelled or timed out before it finished; nothing was written unless a result said so"
 		case errors.Is(err, snapshots.ErrClosed):
@@ -153,6 +158,17 @@ func errorFor(err error) *toolError {
 		te.Hint = "the closest existing names are in did_you_mean"
 	}
 	return te
+}
+
+// fileFault reports an error about a database's file (damaged, of another format, in use, stopped after an I/O
+// failure), whose message names a path on the server.
+func fileFault(err error) bool {
+	for _, s := range []error{store.ErrBadFile, store.ErrFormat, store.ErrFailStop, store.ErrLocked, store.ErrCorruptNode, store.ErrNodeMissing} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // headline is the first line of an error's text: the code, then what was wrong and what to do.

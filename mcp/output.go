@@ -225,8 +225,17 @@ func (s *server) okResult(summary string, v any) (*mcpsdk.CallToolResult, error)
 }
 
 // errorResult is an isError result: text that begins with the code, and the structured error.
-func (s *server) errorResult(err error) *mcpsdk.CallToolResult {
+// toolError is errorFor, logging what it does not tell the caller: the file behind a damaged database.
+func (s *server) toolError(err error) *toolError {
 	te := errorFor(err)
+	if fileFault(err) {
+		s.cfg.Logger.Error("a database file cannot be used", "err", err)
+	}
+	return te
+}
+
+func (s *server) errorResult(err error) *mcpsdk.CallToolResult {
+	te := s.toolError(err)
 	data, flagged, merr := marshalData(te)
 	if merr != nil || len(data) > s.cfg.MaxOutputChars {
 		te = &toolError{Code: te.Code, Message: clip(te.Message)}

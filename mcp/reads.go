@@ -417,7 +417,7 @@ func listDatabases(ctx context.Context, c *call) (string, any, error) {
 		d := databaseJSON{Name: n, Heads: []headJSON{}}
 		info, err := c.s.actor.DatabaseInfo(ctx, n)
 		if err != nil {
-			d.Error = errorFor(err).headline()
+			d.Error = c.s.toolError(err).headline()
 		} else {
 			d.FileBytes, d.Revisions = info.FileBytes, info.Revisions
 			for b, h := range info.Heads {

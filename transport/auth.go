@@ -288,6 +288,10 @@ func (g *Auth) Handler(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if d := duplicateMember(body); d != "" {
+			http.Error(w, "Bad Request: "+duplicateError(d), http.StatusBadRequest)
+			return
+		}
 		if len(sid) == 0 && r.Method == http.MethodPost && !g.admitSession(w, principal) {
 			return
 		}

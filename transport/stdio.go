@@ -108,6 +108,10 @@ func (f *stdioFramer) check(line []byte) bool {
 		f.reject(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported: send one message per line")
 		return false
 	}
+	if d := duplicateMember(line); d != "" {
+		f.reject(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: "+duplicateError(d))
+		return false
+	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if res, ok := msg.(*jsonrpc.Response); err == nil && ok && res.Result == nil && res.Error == nil {
 		err = errors.New("a response with neither result nor error")

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The HTTP transport's limits against a client that would get around them (docs/security.md T20, T23): every call
@@ -126,4 +127,28 @@ func TestEventStreamCounts(t *testing.T) {
 	if code := get(); code != http.StatusTooManyRequests {
 		t.Fatalf("a stream over the rate limit: %d", code)
 	}
+}
+
+// TestEnvelopeDuplicateMembers: a JSON-RPC message that names a member twice ("method", or a member of params) is
+// refused over HTTP and over stdio, instead of running with the last value.
+func TestEnvelopeDuplicateMembers(t *testing.T) {
+	s := newSession(t, false, nil)
+	s.setup()
+	sv := startServe(t, s)
+	c := newRawClient(t, sv.url, "")
+	c.initialize()
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/list","method":"tools/call","params":{"name":"read"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"status","name":"read","arguments":{}}}`,
+	} {
+		if r := c.post(body, nil); r.code != http.StatusBadRequest || !strings.Contains(r.body, "twice") {
+			t.Errorf("%s: %d %s", body, r.code, r.body)
+		}
+	}
+	ss := startStdio(t)
+	ss.in.Write([]byte(`{"jsonrpc":"2.0","id":"dup","method":"ping","method":"initialize"}` + "\n"))
+	if line, ok := ss.await(`"id":"dup"`, 20*time.Second); !ok || !strings.Contains(line, "twice") || !strings.Contains(line, "-32600") {
+		t.Errorf("stdio: %s", line)
+	}
+	ss.in.Close()
 }
