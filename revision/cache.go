@@ -8,8 +8,15 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// nodeCache is a sharded LRU of decoded nodes, bounded in bytes. Nodes are immutable and addressed by content, so an
-// entry is never invalidated: it is only evicted.
+// NodeCache is a sharded LRU of decoded nodes, bounded in bytes. Nodes are immutable and addressed by content, so an
+// entry is never invalidated, only evicted, and one cache can serve the forests of many databases (equal hashes are
+// equal nodes wherever they are stored): a server then has one budget for all its databases. It is safe for
+// concurrent use.
+type NodeCache = nodeCache
+
+// NewNodeCache returns a cache of decoded nodes of at most maxBytes (estimated as decoded; <= 0: no caching).
+func NewNodeCache(maxBytes int64) *NodeCache { return newNodeCache(maxBytes) }
+
 type nodeCache struct {
 	shards [16]cacheShard
 }

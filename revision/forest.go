@@ -24,6 +24,8 @@ type Forest struct {
 type Options struct {
 	// CacheBytes bounds the decoded-node cache. Zero means 256 MiB; negative disables the cache.
 	CacheBytes int64
+	// Cache, when set, is the decoded-node cache, shared with other forests (CacheBytes is then ignored).
+	Cache *NodeCache
 }
 
 // New returns a Forest over a node store. opts may be nil.
@@ -31,6 +33,9 @@ func New(ns store.NodeStore, opts *Options) *Forest {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if o.Cache != nil {
+		return &Forest{ns: ns, cache: o.Cache}
 	}
 	if o.CacheBytes == 0 {
 		o.CacheBytes = 256 << 20

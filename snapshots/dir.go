@@ -10,8 +10,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/store"
 )
+
+// DefaultCacheBytes is the size of a directory's shared cache of decoded nodes (DirOptions.CacheBytes).
+const DefaultCacheBytes = 256 << 20
 
 // Ext is the file extension of a database in a data directory.
 const Ext = ".strata"
@@ -25,6 +29,9 @@ type DirOptions struct {
 	Backend func(path string, create bool) (store.Backend, error)
 	// Postgres tunes the connection when the data location is a PostgreSQL URL (see dir_postgres.go).
 	Postgres store.PostgresOptions
+	// CacheBytes bounds the cache of decoded nodes that every database of the directory shares: one budget however
+	// many databases there are (default 256 MiB; negative: none). DB.Forest, when set, is used instead.
+	CacheBytes int64
 }
 
 // Dir is a data directory: one file per database, or a PostgreSQL database holding them (a data location that is a
@@ -45,6 +52,14 @@ func OpenDir(path string, opts *DirOptions) (*Dir, error) {
 	var o DirOptions
 	if opts != nil {
 		o = *opts
+	}
+	if o.DB.Forest == nil {
+		// One cache of decoded nodes for every database: one budget, however many there are.
+		size := o.CacheBytes
+		if size == 0 {
+			size = DefaultCacheBytes
+		}
+		o.DB.Forest = &revision.Options{Cache: revision.NewNodeCache(size)}
 	}
 	if store.LooksLikeURL(path) {
 		return openPostgresDir(path, o)

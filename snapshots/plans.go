@@ -38,13 +38,13 @@ const plansBucket = "plans"
 // Plan is a change waiting for a confirmation.
 type Plan struct {
 	ID              string            `json:"id"`
-	Principal       string            `json:"principal"`        // who asked for it: only they may apply it
-	Op              string            `json:"op"`               // the kind of change: put, patch, promote, delete_branch, …
-	Change          json.RawMessage   `json:"change,omitempty"` // the change itself, as its maker (package gate) replays it
-	Branch          string            `json:"branch,omitempty"` // the branch it changes
-	Target          string            `json:"target,omitempty"` // a branch or snapshot it deletes
-	Base            uint64            `json:"base"`             // the head it was computed on (or the revision the deleted name pointed to)
-	Root            []byte            `json:"root,omitempty"`   // the root its revision must have
+	Principal       string            `json:"principal"`             // who asked for it: only they may apply it
+	Op              string            `json:"op"`                    // the kind of change: put, patch, promote, delete_branch, …
+	Change          json.RawMessage   `json:"change,omitempty"`      // the change itself, as its maker (package gate) replays it
+	Branch          string            `json:"branch,omitempty"`      // the branch it changes
+	Target          string            `json:"target,omitempty"`      // a branch or snapshot it deletes
+	Base            uint64            `json:"base"`                  // the head it was computed on (or the revision the deleted name pointed to)
+	Root            []byte            `json:"root,omitempty"`        // the root its revision must have
 	OutOfBand       bool              `json:"out_of_band,omitempty"` // only a person's approval out of band applies it, not a client's confirmation
 	Summary         string            `json:"summary"`
 	Counts          revision.Counts   `json:"counts"`

@@ -146,6 +146,7 @@ func (db *DB) writer() {
 		if r := batch[0]; r.op != nil {
 			seed = nil // it may move heads
 			queued := db.runOp(r)
+			batch[0] = nil // carry shares batch's array: a request done must not stay reachable through it
 			carry = batch[1:]
 			g.done(1, len(carry)+queued, 0)
 			continue
@@ -179,6 +180,9 @@ func (db *DB) writer() {
 		var queued int
 		tx, queued, seed = db.commitGroup(pl, nil, idle, gathered)
 		g.done(pl.n, len(carry)+queued, tx)
+		// carry shares batch's array: the requests of the group, and what they hold (a 100 MB document, the output of
+		// a transform), must not stay reachable through it until the next write comes.
+		clear(group)
 	}
 }
 

@@ -26,15 +26,20 @@ import (
 
 // openDir opens the data directory. Only `db create` makes a missing one; every other command reports it.
 func (g *globalOptions) openDir(create bool) (*snapshots.Dir, error) {
+	return g.openDirCached(create, 0)
+}
+
+// openDirCached is openDir with the size of the cache of decoded nodes all its databases share (0: the default).
+func (g *globalOptions) openDirCached(create bool, cacheBytes int64) (*snapshots.Dir, error) {
 	if !create {
 		if _, err := os.Stat(g.dataDir); errors.Is(err, fs.ErrNotExist) {
 			return nil, &snapshots.NotFoundError{What: "data directory", Name: g.dataDir,
 				Hint: "create a database first (strata db create NAME), or point --data or STRATA_DATA at the directory that holds yours"}
 		}
 	}
-	var opts *snapshots.DirOptions
+	opts := &snapshots.DirOptions{CacheBytes: cacheBytes}
 	if g.env.now != nil {
-		opts = &snapshots.DirOptions{DB: snapshots.Options{Now: g.env.now}}
+		opts.DB.Now = g.env.now
 	}
 	return snapshots.OpenDir(g.dataDir, opts)
 }

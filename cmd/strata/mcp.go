@@ -24,11 +24,16 @@ type mcpFlags struct {
 	writes    string
 	writesSet bool // --writes was given (cmd.Flags().Changed)
 	config    string
+	cacheMiB  int
 }
+
+// defaultCacheMiB is the memory a server's caches take at most, across all its databases.
+const defaultCacheMiB = 512
 
 func (f *mcpFlags) register(cmd *cobra.Command, who string) {
 	cmd.Flags().StringVar(&f.writes, "writes", gate.WritesOff, "what "+who+" may change: off, branches or on")
 	cmd.Flags().StringVar(&f.config, "config", "", "operator configuration file (JSON): write mode, policies, scopes and rate limits per principal")
+	cmd.Flags().IntVar(&f.cacheMiB, "cache-mib", defaultCacheMiB, "memory the caches may take in all, across databases (MiB): a quarter for decoded nodes, the rest for values jq reads")
 }
 
 type mcpOptions struct {
@@ -157,13 +162,20 @@ func openMCP(g *globalOptions, f *mcpFlags, logger *slog.Logger, check func(s *g
 			return nil, err
 		}
 	}
+	if f.cacheMiB == 0 {
+		f.cacheMiB = defaultCacheMiB
+	}
+	if f.cacheMiB < 8 {
+		return nil, usageErrorf("--cache-mib %d: use at least 8", f.cacheMiB)
+	}
+	budget := int64(f.cacheMiB) << 20
 	b := &mcpBackend{settings: settings, logger: logger}
 	// Only a server that may create databases makes a missing data directory; a read-only one reports it.
-	if b.dir, err = g.openDir(b.mode() != gate.WritesOff); err != nil {
+	if b.dir, err = g.openDirCached(b.mode() != gate.WritesOff, budget/4); err != nil {
 		return nil, err
 	}
 	// The engine's workers are re-executions of this binary (main calls query.WorkerMain).
-	if b.engine, err = query.New(query.Options{MaxConcurrent: settings.MaxConcurrentQueries}); err != nil {
+	if b.engine, err = query.New(query.Options{MaxConcurrent: settings.MaxConcurrentQueries, CacheBytes: budget - budget/4}); err != nil {
 		b.dir.Close()
 		return nil, err
 	}
