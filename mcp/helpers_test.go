@@ -185,18 +185,32 @@ func (h *harness) check(name string, res *mcpsdk.CallToolResult) *result {
 	if err := dec.Decode(&r.m); err != nil {
 		h.t.Fatalf("%s: data is not a JSON object: %v\n%s", name, err, r.data)
 	}
-	// The structured content is the same data.
-	var fromText, fromStructured any
+	var fromText any
 	json.Unmarshal(r.data, &fromText)
-	sb, _ := json.Marshal(res.StructuredContent)
-	json.Unmarshal(sb, &fromStructured)
-	if !reflect.DeepEqual(fromText, fromStructured) {
-		h.t.Fatalf("%s: structured content differs from the text's data:\n%s\n%s", name, sb, r.data)
-	}
-	// It matches the tool's output schema (clients validate it, error results included).
-	if rs := h.outputs[name]; rs != nil {
-		if err := rs.Validate(fromStructured); err != nil {
-			h.t.Fatalf("%s: structured content does not match the output schema: %v\n%s", name, err, r.data)
+	if res.IsError {
+		// An error result carries no structured content (the output schema describes answers only); its fields are
+		// in _meta, the same data as the text's.
+		if res.StructuredContent != nil {
+			h.t.Fatalf("%s: an error result carries structured content: %v", name, res.StructuredContent)
+		}
+		var fromMeta any
+		mb, _ := json.Marshal(res.Meta[errorMetaKey])
+		json.Unmarshal(mb, &fromMeta)
+		if !reflect.DeepEqual(fromText, fromMeta) {
+			h.t.Fatalf("%s: the error in _meta differs from the text's data:\n%s\n%s", name, mb, r.data)
+		}
+	} else {
+		// The structured content is the same data, and matches the tool's output schema (clients validate it).
+		var fromStructured any
+		sb, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(sb, &fromStructured)
+		if !reflect.DeepEqual(fromText, fromStructured) {
+			h.t.Fatalf("%s: structured content differs from the text's data:\n%s\n%s", name, sb, r.data)
+		}
+		if rs := h.outputs[name]; rs != nil {
+			if err := rs.Validate(fromStructured); err != nil {
+				h.t.Fatalf("%s: structured content does not match the output schema: %v\n%s", name, err, r.data)
+			}
 		}
 	}
 	if res.IsError {

@@ -224,7 +224,13 @@ func (s *server) okResult(summary string, v any) (*mcpsdk.CallToolResult, error)
 	}, nil
 }
 
-// errorResult is an isError result: text that begins with the code, and the structured error.
+// errorMetaKey is the _meta key of an error result's fields (code, message, hint, head, did_you_mean, conflicts,
+// detail), for programs. An error result carries no structured content: the output schema describes answers only,
+// and clients validate structured content against it even on error results (the TypeScript SDK does).
+const errorMetaKey = "strata/error"
+
+// errorResult is an isError result: text that begins with the code, then the error's fields inside the boundary;
+// the same fields, as JSON, are in _meta under errorMetaKey.
 func (s *server) errorResult(err error) *mcpsdk.CallToolResult {
 	te := errorFor(err)
 	data, flagged, merr := marshalData(te)
@@ -233,10 +239,27 @@ func (s *server) errorResult(err error) *mcpsdk.CallToolResult {
 		data, flagged, _ = marshalData(te)
 	}
 	f := scanFlags(data, flagged)
-	return &mcpsdk.CallToolResult{
-		Meta:              flagsMeta(f),
-		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: textBlock(te.headline(), data, f)}},
-		StructuredContent: json.RawMessage(data),
-		IsError:           true,
+	meta := flagsMeta(f)
+	if meta == nil {
+		meta = mcpsdk.Meta{}
 	}
+	meta[errorMetaKey] = json.RawMessage(data)
+	return &mcpsdk.CallToolResult{
+		Meta:    meta,
+		Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: textBlock(te.headline(), data, f)}},
+		IsError: true,
+	}
+}
+
+// resultError is the error fields of an error result this package made, nil for any other result.
+func resultError(res *mcpsdk.CallToolResult) *toolError {
+	if res == nil || !res.IsError {
+		return nil
+	}
+	raw, _ := res.Meta[errorMetaKey].(json.RawMessage)
+	var te toolError
+	if json.Unmarshal(raw, &te) != nil {
+		return nil
+	}
+	return &te
 }

@@ -67,7 +67,8 @@ func planProps() []prop {
 
 var planRequired = []string{"database", "plan_id", "tool", "base", "preview", "removes", "overwrites", "confirmation_required", "expires_at"}
 
-// orPlan extends a write tool's output schema with the plan answer it gives when the call needs confirmation.
+// orPlan extends a write tool's output schema with the plan it answers instead when the call needs confirmation:
+// the plan's fields join the properties, and only the fields both answers have stay required.
 func orPlan(s schema) schema {
 	ps := s["properties"].(schema)
 	for _, p := range planProps() {
@@ -75,8 +76,12 @@ func orPlan(s schema) schema {
 			ps[p.name] = p.s
 		}
 	}
-	s["anyOf"] = append(s["anyOf"].([]any), schema{"required": planRequired})
-	s["description"] = strings.Replace(s["description"].(string), " On an error", " When the call needs a person's confirmation, nothing is written and the content is a plan {plan_id, preview, removes, overwrites, confirmation_required, expires_at} instead. On an error", 1)
+	req, _ := s["required"].([]string)
+	if both := intersect(req, planRequired); len(both) > 0 {
+		s["required"] = both
+	} else {
+		delete(s, "required")
+	}
 	return s
 }
 
@@ -120,7 +125,7 @@ func planTools() []*toolSpec {
 			name: "list_plans", title: "List plans", plans: true,
 			desc:   "The plans you made in a database that wait for confirmation, and those settled in the last day (approved, rejected with the reason, or applied as a revision).",
 			params: params(one(pDatabase, pLimit(20, 200, "plans"))),
-			output: outputSchema("Your plans, oldest first.", []string{"database", "plans", "more"}, oDatabase,
+			output: outputSchema([]string{"database", "plans", "more"}, oDatabase,
 				prop{"plans", arrS("the plans", closedObject("one plan", []string{"plan_id", "tool", "summary", "state", "base", "created", "expires_at", "counts", "removes", "overwrites"},
 					prop{"plan_id", strS("its id")},
 					prop{"tool", strS("the tool it runs")},
@@ -161,7 +166,7 @@ func applyOutSchema() schema {
 			props = append(props, p)
 		}
 	}
-	return outputSchema("What the plan did: the revision it committed, or the branch or snapshot it deleted.", []string{"database", "plan_id"}, props...)
+	return outputSchema([]string{"database", "plan_id"}, props...)
 }
 
 type planJSON struct {

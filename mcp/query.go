@@ -31,7 +31,7 @@ func queryTools() []*toolSpec {
 				pParams),
 				refParams("", "the state to read", "default main"),
 				one(pLimit(100, 1000, "results"), pCursor)),
-			output: outputSchema("One page of the program's results.", []string{"database", "revision", "results", "more"},
+			output: outputSchema([]string{"database", "revision", "results", "more"},
 				oDatabase, oRevision,
 				prop{"resource", strS("the resource the program ran on, when one was given")},
 				prop{"results", arrS("the results, in order", anyS("one result: any JSON value, numbers with their exact text"))},
@@ -47,7 +47,7 @@ func queryTools() []*toolSpec {
 				param{name: "branch", kind: kString, desc: "the branch whose history to search (default main)"},
 				param{name: "from_revision", kind: kInteger, min: 1, desc: "the first revision of the range, on the branch's history (default: its first)"},
 				param{name: "to_revision", kind: kInteger, min: 1, desc: "the last revision of the range (default: the branch head)"})),
-			output: outputSchema("Where the predicate became true, and the evaluations made.", []string{"database", "branch", "found", "evaluations"},
+			output: outputSchema([]string{"database", "branch", "found", "evaluations"},
 				oDatabase,
 				prop{"branch", strS("the branch searched")},
 				prop{"resource", strS("the resource the predicate ran on, when one was given")},
@@ -71,7 +71,7 @@ func transformTool() *toolSpec {
 			param{name: "query", kind: kString, required: true, desc: "the jq program: its one output becomes the resource"},
 			pParams),
 			writeParams("the branch to commit on (default main)")),
-		output: writeOutSchema("The revision committed."),
+		output: writeOutSchema(),
 		handle: transform,
 	}
 }

@@ -48,8 +48,9 @@ var writeOutProps = []prop{
 
 var writeOutRequired = []string{"database", "revision", "branch", "time", "resources", "new_nodes", "new_bytes", "replayed"}
 
-func writeOutSchema(desc string) schema {
-	return orPlan(outputSchema(desc, writeOutRequired, writeOutProps...))
+// writeOutSchema is the output of a write tool: the revision it committed, or the plan it made instead.
+func writeOutSchema() schema {
+	return orPlan(outputSchema(writeOutRequired, writeOutProps...))
 }
 
 func (c *call) writeOut(res *snapshots.Result) writeOut {
@@ -142,14 +143,14 @@ func writeTools() []*toolSpec {
 			name: "create_database", title: "Create a database", write: true,
 			desc:   "A new, empty database with branch main.",
 			params: one(param{name: "database", kind: kString, required: true, desc: `the new database's name: 1 to 64 lower-case letters, digits, "_" or "-", starting with a letter or digit`}),
-			output: writeOutSchema("The database and its first revision."),
+			output: writeOutSchema(),
 			handle: createDatabase,
 		},
 		{
 			name: "put", title: "Put a resource", write: true, destructive: true,
 			desc:   "Create a resource, or replace it whole, with a JSON value, as one new revision.",
 			params: params(one(pDatabase, param{name: "resource", kind: kString, required: true, desc: `the resource name: 1 to 128 letters, digits, ".", "_" or "-", starting with a letter or digit`}, pValue), writeParams(onBranch)),
-			output: writeOutSchema("The revision committed."),
+			output: writeOutSchema(),
 			handle: put,
 		},
 		{
@@ -158,28 +159,28 @@ func writeTools() []*toolSpec {
 			params: params(one(pDatabase, pResource,
 				param{name: "operations", kind: kPatch, required: true, desc: `the operations, applied in order; paths are JSON Pointers inside the resource, e.g. [{"op":"replace","path":"/price","value":10}]`}),
 				writeParams(onBranch)),
-			output: writeOutSchema("The revision committed."),
+			output: writeOutSchema(),
 			handle: patch,
 		},
 		{
 			name: "insert", title: "Insert a value", write: true, destructive: true,
 			desc:   `RFC 6902 add at one path inside a resource: inserts into an array ("/-" appends), adds a member to an object (replacing it if it exists), or at "" creates (or replaces) the whole resource.`,
 			params: params(one(pDatabase, pResource, pWritePath, pValue), writeParams(onBranch)),
-			output: writeOutSchema("The revision committed."),
+			output: writeOutSchema(),
 			handle: insert,
 		},
 		{
 			name: "update", title: "Update a value", write: true, destructive: true,
 			desc:   `RFC 6902 replace at one path inside a resource: the value there, which must exist, becomes the given value ("" replaces the whole resource).`,
 			params: params(one(pDatabase, pResource, pWritePath, pValue), writeParams(onBranch)),
-			output: writeOutSchema("The revision committed."),
+			output: writeOutSchema(),
 			handle: update,
 		},
 		{
 			name: "delete", title: "Delete a value", write: true, destructive: true,
 			desc:   `RFC 6902 remove at one path inside a resource; at "" (the default) the whole resource is removed. Its history stays: restore brings it back.`,
 			params: params(one(pDatabase, pResource, pWritePath), writeParams(onBranch)),
-			output: writeOutSchema("The revision committed."),
+			output: writeOutSchema(),
 			handle: del,
 		},
 		{
@@ -187,7 +188,7 @@ func writeTools() []*toolSpec {
 			desc: "The value at a path inside a resource becomes what it was at an earlier state (from_revision, from_snapshot, or from_branch with from_at): undelete a resource, roll back one field. Where it did not exist then, it is removed.",
 			params: params(one(pDatabase, pResource, pWritePath),
 				refParams("from_", "the state to restore from", "its head"), writeParams(onBranch)),
-			output: writeOutSchema("The revision committed."),
+			output: writeOutSchema(),
 			handle: restore,
 		},
 		{
@@ -199,7 +200,7 @@ func writeTools() []*toolSpec {
 				param{name: "snapshot", kind: kString, desc: "the state to return to: a snapshot"},
 				param{name: "at", kind: kTime, desc: `the state to return to: the revision the branch pointed to at this RFC 3339 time, such as "2026-03-14T09:00:00Z"`}),
 				writeParams("")[1:]),
-			output: writeOutSchema("The revision committed."),
+			output: writeOutSchema(),
 			handle: revert,
 		},
 		{
@@ -207,14 +208,14 @@ func writeTools() []*toolSpec {
 			desc: "A new branch at a state (from_revision, from_snapshot, or from_branch with from_at; default the head of main). O(1): nothing is copied. Branch and snapshot names share one namespace.",
 			params: params(one(pDatabase, pName(`the new branch's name: letters, digits, ".", "_", "-" or "/", starting with a letter or digit, not only digits`)),
 				refParams("from_", "where the branch starts", "its head; default main")),
-			output: outputSchema("The branch created.", []string{"database", "branch", "revision", "base", "created", "protected"}, branchOutProps()...),
+			output: outputSchema([]string{"database", "branch", "revision", "base", "created", "protected"}, branchOutProps()...),
 			handle: createBranch,
 		},
 		{
 			name: "delete_branch", title: "Delete a branch", write: true, destructive: true,
 			desc:   "Drop a branch name. Its revisions stay readable by number until garbage collection, unless a snapshot or another branch keeps them.",
 			params: one(pDatabase, pName("the branch to delete")),
-			output: orPlan(outputSchema("The branch deleted.", []string{"database", "branch", "revision", "base", "created", "protected"}, branchOutProps()...)),
+			output: orPlan(outputSchema([]string{"database", "branch", "revision", "base", "created", "protected"}, branchOutProps()...)),
 			handle: deleteBranch,
 		},
 		{
@@ -223,14 +224,14 @@ func writeTools() []*toolSpec {
 			params: params(one(pDatabase, pName(`the snapshot's name: letters, digits, ".", "_", "-" or "/", starting with a letter or digit, not only digits`)),
 				refParams("", "the state to name", "its head; default main"),
 				one(param{name: "note", kind: kString, desc: "a note kept with the snapshot"})),
-			output: outputSchema("The snapshot created.", []string{"database", "snapshot", "revision", "created"}, snapshotOutProps()...),
+			output: outputSchema([]string{"database", "snapshot", "revision", "created"}, snapshotOutProps()...),
 			handle: createSnapshot,
 		},
 		{
 			name: "delete_snapshot", title: "Delete a snapshot", write: true, destructive: true,
 			desc:   "Remove a snapshot name. The revision stays as long as a branch reaches it.",
 			params: one(pDatabase, pName("the snapshot to delete")),
-			output: orPlan(outputSchema("The snapshot deleted.", []string{"database", "snapshot", "revision", "created"}, snapshotOutProps()...)),
+			output: orPlan(outputSchema([]string{"database", "snapshot", "revision", "created"}, snapshotOutProps()...)),
 			handle: deleteSnapshot,
 		},
 		{
@@ -242,7 +243,7 @@ func writeTools() []*toolSpec {
 				param{name: "expected_head", kind: kInteger, min: 1, desc: "refuse with CONFLICT unless the head of into is this revision"},
 				param{name: "message", kind: kString, desc: "why: recorded with the revision"},
 				param{name: "idempotency_key", kind: kString, desc: "a key of your choice: a retried promote with the same key returns the original result instead of committing twice"}),
-			output: orPlan(outputSchema("The revision committed on into.", append(slices.Clone(writeOutRequired), "fast_forward"),
+			output: orPlan(outputSchema(append(slices.Clone(writeOutRequired), "fast_forward"),
 				append(slices.Clone(writeOutProps),
 					prop{"fast_forward", boolS("true when into simply moved to the branch's head")},
 					prop{"merged", intS("the branch revision brought in")})...)),
