@@ -259,7 +259,9 @@ func applyPlan(ctx context.Context, c *call) (string, any, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return "", nil, err
 	}
+	// apply_plan has no database argument: the answer names the plan's.
 	m["plan_id"], _ = json.Marshal(p.ID)
+	m["database"], _ = json.Marshal(v.Name())
 	return fmt.Sprintf("applied plan %s: %s", p.ID, summary), m, nil
 }
 

@@ -187,7 +187,7 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 			o.onRefused(principal, remote, decision)
 		}
 	}
-	mcpHandler := mcpsdk.NewStreamableHTTPHandler(gt.server,
+	sessions := mcpsdk.NewStreamableHTTPHandler(gt.server,
 		&mcpsdk.StreamableHTTPOptions{
 			SessionTimeout:      sessionIdle,
 			MaxRequestBodyBytes: maxBodyBytes,
@@ -195,8 +195,16 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 			// With tokens the server may sit behind a proxy on the same machine; guard checks Host and Origin.
 			DisableLocalhostProtection: tokens != nil,
 		})
+	perRequest := mcpsdk.NewStreamableHTTPHandler(gt.server,
+		&mcpsdk.StreamableHTTPOptions{
+			Stateless:                    true,
+			PropagateRequestCancellation: true,
+			MaxRequestBodyBytes:          maxBodyBytes,
+			Logger:                       logger,
+			DisableLocalhostProtection:   tokens != nil,
+		})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", gt.handler(mcpHandler))
+	mux.Handle("/mcp", gt.handler(byRevision(sessions, perRequest)))
 	hs := &http.Server{
 		Handler:           guard(listenHosts(o.listen, addr.Port), tokens != nil, http.NewCrossOriginProtection().Handler(mux)),
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -237,6 +245,26 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	}
 	fmt.Fprintln(stderr, "strata serve: stopped")
 	return nil
+}
+
+// sessionlessRevision is the first MCP revision without sessions: every request carries its protocol version,
+// client and capabilities, a subscription is a subscriptions/listen stream, a confirmation is an input request
+// answered by calling again, and closing the request cancels it.
+const sessionlessRevision = "2026-07-28"
+
+// byRevision serves each request with the handler of its protocol revision, named by its MCP-Protocol-Version
+// header (which that revision requires on every request, server/discover included): from sessionlessRevision on,
+// perRequest (the go-sdk serves those revisions only statelessly, and refuses them in the stateful mode every
+// request had before, so that a default mark3labs/mcp-go client, which keeps the newest revision after
+// server/discover, failed every call); earlier revisions, and the initialize handshake, sessions.
+func byRevision(sessions, perRequest http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision {
+			perRequest.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(w, r)
+	})
 }
 
 // listenHosts is the set of Host header values the server answers to: the listen host and the loopback names, each
