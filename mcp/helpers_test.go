@@ -146,7 +146,7 @@ func (r *result) raw(key string) string {
 	return string(m[key])
 }
 
-var boundaryRE = regexp.MustCompile(`(?s)^(.*)\n<(untrusted-data-[0-9a-f]{24})>\n(.*)\n</(untrusted-data-[0-9a-f]{24})>$`)
+var boundaryRE = regexp.MustCompile(`(?s)^(.*)\n<(data-[a-z2-7]{13})>\n(.*)\n</(data-[a-z2-7]{13})>$`)
 
 // call calls a tool with raw JSON arguments and checks the shape every result must have: one text block made of a
 // summary and the data inside a random boundary, and structured content that is that same data and matches the
@@ -171,7 +171,7 @@ func (h *harness) check(name string, res *mcpsdk.CallToolResult) *result {
 	}
 	m := boundaryRE.FindStringSubmatch(tc.Text)
 	if m == nil || m[2] != m[4] {
-		h.t.Fatalf("%s: text is not summary + <untrusted-data-X> data </untrusted-data-X>:\n%s", name, tc.Text)
+		h.t.Fatalf("%s: text is not summary + <data-X> data </data-X>:\n%s", name, tc.Text)
 	}
 	if strings.Count(tc.Text, m[2]) != 2 {
 		h.t.Fatalf("%s: the boundary occurs more than twice in the text", name)

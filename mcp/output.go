@@ -3,7 +3,6 @@ package mcp
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -160,13 +159,27 @@ func escapeInvisible(b []byte) ([]byte, int) {
 	return out.Bytes(), n
 }
 
+// boundaryPrefix begins every boundary's name: short, and saying what it encloses.
+const boundaryPrefix = "data-"
+
+// boundaryAlphabet spells a boundary's random part: lower-case base32 (RFC 4648), 5 bits a character.
+const boundaryAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
+
+// boundaryChars is the length of a boundary's random part: 13 characters, 65 bits drawn from crypto/rand for each
+// response. Stored data cannot guess them (and could not write '<' anyway: JSON strings carry it as \u003c), and
+// half the characters of the 24 hex digits they replace.
+const boundaryChars = 13
+
 // boundary draws a fresh delimiter name for one response.
 func boundary() string {
-	var b [12]byte
+	var b [boundaryChars]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err)
 	}
-	return "untrusted-data-" + hex.EncodeToString(b[:])
+	for i := range b {
+		b[i] = boundaryAlphabet[b[i]&31] // 256 is a multiple of 32: uniform
+	}
+	return boundaryPrefix + string(b[:])
 }
 
 // textBlock is the text a model reads: the summary, then the data inside the random boundary. The summary of an

@@ -86,8 +86,8 @@ func orPlan(s schema) schema {
 }
 
 func (p *planOut) summary() string {
-	return fmt.Sprintf("nothing was written: %s needs a person's confirmation. Plan %s (%s; %d removed, %d replaced) expires at %s: call apply_plan with plan_id %s; the user is asked to confirm, or a person approves it with strata approve %s %s.",
-		p.Tool, p.PlanID, p.Preview.Summary, p.Preview.Counts.Removed, p.Preview.Counts.Replaced, p.ExpiresAt.Format(time.RFC3339), p.PlanID, p.Database, p.PlanID)
+	return fmt.Sprintf("nothing was written: %s needs a person's confirmation. Call apply_plan with plan_id; your client asks its user, or a person runs strata approve %s %s.",
+		p.Preview.Summary, p.Database, p.PlanID)
 }
 
 // denied refuses a call the front end itself does not run. It says that the operator disabled it, never how.
@@ -112,19 +112,19 @@ func (c *call) planOut(v *gate.View, pm *gate.PlanMade) *planOut {
 // ---- apply_plan and list_plans
 
 func planTools() []*toolSpec {
-	pPlanID := param{name: "plan_id", kind: kString, required: true, desc: "the plan's id, as a call that needed confirmation returned it"}
+	pPlanID := param{name: "plan_id", kind: kString, required: true, desc: "from the call that made the plan"}
 	return []*toolSpec{
 		{
 			name: "apply_plan", title: "Apply a plan", write: true, destructive: true, plans: true,
-			desc:   "Commit a plan exactly as it was previewed, once a person confirmed it: the user is asked through this client when it can ask, or a person approves it out of band (strata approve). It commits only while the plan's base is still the head of its branch (else PLAN_CHANGED, and the plan stays), only before it expires (PLAN_EXPIRED), and only once.",
+			desc:   "Commit a plan as previewed, once a person confirmed it (your client asks its user, or a person runs strata approve); only while its base is the branch head, before it expires, and once.",
 			params: one(pPlanID),
 			output: applyOutSchema(),
 			handle: applyPlan,
 		},
 		{
 			name: "list_plans", title: "List plans", plans: true,
-			desc:   "The plans you made in a database that wait for confirmation, and those settled in the last day (approved, rejected with the reason, or applied as a revision).",
-			params: params(one(pDatabase, pLimit(20, 200, "plans"))),
+			desc:   "Your plans in a database: those waiting, and those settled in the last day.",
+			params: params(one(pDatabase, pLimit(200))),
 			output: outputSchema([]string{"database", "plans", "more"}, oDatabase,
 				prop{"plans", arrS("the plans", closedObject("one plan", []string{"plan_id", "tool", "summary", "state", "base", "created", "expires_at", "counts", "removes", "overwrites"},
 					prop{"plan_id", strS("its id")},

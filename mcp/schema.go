@@ -67,14 +67,12 @@ func (p param) schema() schema {
 		// object with no properties is refused by Gemini: untyped, described; the decoder checks it is an object.
 	case kPatch:
 		s["type"] = "array"
-		s["items"] = closedObject("one RFC 6902 operation; path and from are JSON Pointers inside the resource",
-			[]string{"op", "path"},
-			prop{"op", schema{"type": "string", "enum": []string{"add", "remove", "replace", "move", "copy", "test"},
-				"description": "the operation"}},
-			prop{"path", schema{"type": "string", "description": `JSON Pointer of the target inside the resource ("" is the whole resource; "/-" appends to an array)`}},
-			prop{"from", schema{"type": "string", "description": "JSON Pointer of the source, for move and copy"}},
-			prop{"value", anyS("the value, for add, replace and test: any JSON value, kept exactly as written")},
-			prop{"old_value", anyS("optional precondition: the value at path must still equal this (as diff reports it), or nothing is written")},
+		s["items"] = object([]string{"op", "path"},
+			prop{"op", schema{"type": "string", "enum": []string{"add", "remove", "replace", "move", "copy", "test"}}},
+			prop{"path", schema{"type": "string"}},
+			prop{"from", schema{"type": "string", "description": "for move, copy"}},
+			prop{"value", anyS("for add, replace, test")},
+			prop{"old_value", anyS("must still be the value at path (as diff shows it)")},
 		)
 	default:
 		panic(fmt.Sprintf("param %s: unknown kind %d", p.name, p.kind))
