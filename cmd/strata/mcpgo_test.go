@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	mcpgo "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -95,9 +96,10 @@ func strata(t *testing.T, bin, data, stdin string, args ...string) string {
 
 // goAgent is a session of an mcp-go client, as an agent drives it.
 type goAgent struct {
-	t   *testing.T
-	ctx context.Context
-	c   *mcpgo.Client
+	t       *testing.T
+	ctx     context.Context
+	c       *mcpgo.Client
+	outputs map[string]*jsonschema.Resolved // the tools' output schemas, as mcp-go re-serialises them
 }
 
 // call calls a tool and returns its text, its fields (the structured content; an error's fields from _meta) and
@@ -128,6 +130,13 @@ func (a *goAgent) call(name string, args map[string]any) (string, map[string]any
 	b, _ := json.Marshal(fields)
 	if err := json.Unmarshal(b, &m); err != nil || m == nil {
 		a.t.Fatalf("%s: no fields (%v): %s", name, err, b)
+	}
+	// An answer matches the tool's output schema, as mcp-go hosts keep it (type, properties, required,
+	// additionalProperties), as clients that validate check.
+	if rs := a.outputs[name]; rs != nil && !res.IsError {
+		if err := rs.Validate(m); err != nil {
+			a.t.Fatalf("%s: structured content does not match the output schema: %v\n%s", name, err, b)
+		}
 	}
 	return tc.Text, m, res.IsError
 }
@@ -174,7 +183,7 @@ func mcpGoSession(t *testing.T, ctx context.Context, c *mcpgo.Client, bin, data 
 	if init.ServerInfo.Name != "strata" || !strings.Contains(init.Instructions, "apply_plan") {
 		t.Errorf("initialize: server %+v, instructions %q", init.ServerInfo, init.Instructions)
 	}
-	a := &goAgent{t: t, ctx: ctx, c: c}
+	a := &goAgent{t: t, ctx: ctx, c: c, outputs: map[string]*jsonschema.Resolved{}}
 
 	// Tools.
 	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
@@ -186,6 +195,17 @@ func mcpGoSession(t *testing.T, ctx context.Context, c *mcpgo.Client, bin, data 
 		names = append(names, tool.Name)
 		if tool.InputSchema.Type != "object" || tool.Description == "" {
 			t.Errorf("%s: input schema %+v, description %q", tool.Name, tool.InputSchema, tool.Description)
+		}
+		b, err := json.Marshal(tool.OutputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s jsonschema.Schema
+		if err := json.Unmarshal(b, &s); err != nil || s.Type != "object" || len(s.Required) == 0 {
+			t.Fatalf("%s: output schema as mcp-go keeps it: %v %s", tool.Name, err, b)
+		}
+		if a.outputs[tool.Name], err = s.Resolve(nil); err != nil {
+			t.Fatalf("%s: output schema does not resolve: %v", tool.Name, err)
 		}
 	}
 	for _, want := range []string{"status", "read", "create_branch", "update", "diff", "promote", "apply_plan", "list_plans"} {
