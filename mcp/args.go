@@ -97,7 +97,11 @@ func decodeArgs(t *toolSpec, data json.RawMessage) (*args, error) {
 	}
 	for _, p := range t.params {
 		if p.required && !a.present[p.name] {
-			faults = append(faults, fmt.Sprintf("missing argument %q (%s)", p.name, p.desc))
+			f := fmt.Sprintf("missing argument %q", p.name)
+			if p.desc != "" {
+				f += " (" + p.desc + ")"
+			}
+			faults = append(faults, f)
 		}
 	}
 	if len(faults) > 0 {

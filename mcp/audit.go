@@ -94,9 +94,8 @@ func outcomeOf(res mcpsdk.Result, err error) string {
 	case tr.InputRequests != nil:
 		return "INPUT_REQUIRED"
 	case tr.IsError:
-		data, _ := tr.StructuredContent.(json.RawMessage)
-		if code := gjson.GetBytes(data, "code").String(); code != "" {
-			return code
+		if te := resultError(tr); te != nil && te.Code != "" {
+			return te.Code
 		}
 		return "ERROR"
 	}

@@ -146,7 +146,7 @@ func (r *result) raw(key string) string {
 	return string(m[key])
 }
 
-var boundaryRE = regexp.MustCompile(`(?s)^(.*)\n<(untrusted-data-[0-9a-f]{24})>\n(.*)\n</(untrusted-data-[0-9a-f]{24})>$`)
+var boundaryRE = regexp.MustCompile(`(?s)^(.*)\n<(data-[a-z2-7]{13})>\n(.*)\n</(data-[a-z2-7]{13})>$`)
 
 // call calls a tool with raw JSON arguments and checks the shape every result must have: one text block made of a
 // summary and the data inside a random boundary, and structured content that is that same data and matches the
@@ -171,7 +171,7 @@ func (h *harness) check(name string, res *mcpsdk.CallToolResult) *result {
 	}
 	m := boundaryRE.FindStringSubmatch(tc.Text)
 	if m == nil || m[2] != m[4] {
-		h.t.Fatalf("%s: text is not summary + <untrusted-data-X> data </untrusted-data-X>:\n%s", name, tc.Text)
+		h.t.Fatalf("%s: text is not summary + <data-X> data </data-X>:\n%s", name, tc.Text)
 	}
 	if strings.Count(tc.Text, m[2]) != 2 {
 		h.t.Fatalf("%s: the boundary occurs more than twice in the text", name)
@@ -185,18 +185,32 @@ func (h *harness) check(name string, res *mcpsdk.CallToolResult) *result {
 	if err := dec.Decode(&r.m); err != nil {
 		h.t.Fatalf("%s: data is not a JSON object: %v\n%s", name, err, r.data)
 	}
-	// The structured content is the same data.
-	var fromText, fromStructured any
+	var fromText any
 	json.Unmarshal(r.data, &fromText)
-	sb, _ := json.Marshal(res.StructuredContent)
-	json.Unmarshal(sb, &fromStructured)
-	if !reflect.DeepEqual(fromText, fromStructured) {
-		h.t.Fatalf("%s: structured content differs from the text's data:\n%s\n%s", name, sb, r.data)
-	}
-	// It matches the tool's output schema (clients validate it, error results included).
-	if rs := h.outputs[name]; rs != nil {
-		if err := rs.Validate(fromStructured); err != nil {
-			h.t.Fatalf("%s: structured content does not match the output schema: %v\n%s", name, err, r.data)
+	if res.IsError {
+		// An error result carries no structured content (the output schema describes answers only); its fields are
+		// in _meta, the same data as the text's.
+		if res.StructuredContent != nil {
+			h.t.Fatalf("%s: an error result carries structured content: %v", name, res.StructuredContent)
+		}
+		var fromMeta any
+		mb, _ := json.Marshal(res.Meta[errorMetaKey])
+		json.Unmarshal(mb, &fromMeta)
+		if !reflect.DeepEqual(fromText, fromMeta) {
+			h.t.Fatalf("%s: the error in _meta differs from the text's data:\n%s\n%s", name, mb, r.data)
+		}
+	} else {
+		// The structured content is the same data, and matches the tool's output schema (clients validate it).
+		var fromStructured any
+		sb, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(sb, &fromStructured)
+		if !reflect.DeepEqual(fromText, fromStructured) {
+			h.t.Fatalf("%s: structured content differs from the text's data:\n%s\n%s", name, sb, r.data)
+		}
+		if rs := h.outputs[name]; rs != nil {
+			if err := rs.Validate(fromStructured); err != nil {
+				h.t.Fatalf("%s: structured content does not match the output schema: %v\n%s", name, err, r.data)
+			}
 		}
 	}
 	if res.IsError {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
@@ -131,6 +132,23 @@ func showRevision(ctx context.Context, c *call) (string, any, error) {
 		d.Diff.Counts.Added, d.Diff.Counts.Removed, d.Diff.Counts.Replaced, d.Diff.Counts.Moved, countsNote(!d.Diff.Truncated)), out, nil
 }
 
+// countsText says the counts of a diff that are not zero ("no change" when none is); counts holds them all.
+func countsText(c revision.Counts) string {
+	var parts []string
+	for _, k := range []struct {
+		n    int
+		what string
+	}{{c.Added, "added"}, {c.Removed, "removed"}, {c.Replaced, "replaced"}, {c.Moved, "moved"}} {
+		if k.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", k.n, k.what))
+		}
+	}
+	if len(parts) == 0 {
+		return "no change"
+	}
+	return strings.Join(parts, ", ")
+}
+
 func countsNote(complete bool) string {
 	if complete {
 		return ""
@@ -254,9 +272,8 @@ func diff(ctx context.Context, c *call) (string, any, error) {
 	if out.More {
 		out.NextCursor = c.s.newCursor(c.t, c.a, cursorState{Revs: []uint64{from.Rev.Number, to.Rev.Number}, Offset: uint64(offset + len(shown))})
 	}
-	return fmt.Sprintf("revision %d → %d: %d added, %d removed, %d replaced, %d moved%s; %d operation(s) shown%s.",
-		from.Rev.Number, to.Rev.Number, d.Counts.Added, d.Counts.Removed, d.Counts.Replaced, d.Counts.Moved,
-		countsNote(!d.Truncated), len(shown), moreText(out.More)), out, nil
+	return fmt.Sprintf("revision %d → %d: %s%s%s.", from.Rev.Number, to.Rev.Number, countsText(d.Counts),
+		countsNote(!d.Truncated), moreText(out.More)), out, nil
 }
 
 // ---- path_history

@@ -3,7 +3,6 @@ package mcp
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -160,13 +159,27 @@ func escapeInvisible(b []byte) ([]byte, int) {
 	return out.Bytes(), n
 }
 
+// boundaryPrefix begins every boundary's name: short, and saying what it encloses.
+const boundaryPrefix = "data-"
+
+// boundaryAlphabet spells a boundary's random part: lower-case base32 (RFC 4648), 5 bits a character.
+const boundaryAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
+
+// boundaryChars is the length of a boundary's random part: 13 characters, 65 bits drawn from crypto/rand for each
+// response. Stored data cannot guess them (and could not write '<' anyway: JSON strings carry it as \u003c), and
+// half the characters of the 24 hex digits they replace.
+const boundaryChars = 13
+
 // boundary draws a fresh delimiter name for one response.
 func boundary() string {
-	var b [12]byte
+	var b [boundaryChars]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err)
 	}
-	return "untrusted-data-" + hex.EncodeToString(b[:])
+	for i := range b {
+		b[i] = boundaryAlphabet[b[i]&31] // 256 is a multiple of 32: uniform
+	}
+	return boundaryPrefix + string(b[:])
 }
 
 // textBlock is the text a model reads: the summary, then the data inside the random boundary. The summary of an
@@ -224,7 +237,11 @@ func (s *server) okResult(summary string, v any) (*mcpsdk.CallToolResult, error)
 	}, nil
 }
 
-// errorResult is an isError result: text that begins with the code, and the structured error.
+// errorMetaKey is the _meta key of an error result's fields (code, message, hint, head, did_you_mean, conflicts,
+// detail), for programs. An error result carries no structured content: the output schema describes answers only,
+// and clients validate structured content against it even on error results (the TypeScript SDK does).
+const errorMetaKey = "strata/error"
+
 // toolError is errorFor, logging what it does not tell the caller: the file behind a damaged database.
 func (s *server) toolError(err error) *toolError {
 	te := errorFor(err)
@@ -234,6 +251,8 @@ func (s *server) toolError(err error) *toolError {
 	return te
 }
 
+// errorResult is an isError result: text that begins with the code, then the error's fields inside the boundary;
+// the same fields, as JSON, are in _meta under errorMetaKey.
 func (s *server) errorResult(err error) *mcpsdk.CallToolResult {
 	te := s.toolError(err)
 	data, flagged, merr := marshalData(te)
@@ -242,10 +261,27 @@ func (s *server) errorResult(err error) *mcpsdk.CallToolResult {
 		data, flagged, _ = marshalData(te)
 	}
 	f := scanFlags(data, flagged)
-	return &mcpsdk.CallToolResult{
-		Meta:              flagsMeta(f),
-		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: textBlock(te.headline(), data, f)}},
-		StructuredContent: json.RawMessage(data),
-		IsError:           true,
+	meta := flagsMeta(f)
+	if meta == nil {
+		meta = mcpsdk.Meta{}
 	}
+	meta[errorMetaKey] = json.RawMessage(data)
+	return &mcpsdk.CallToolResult{
+		Meta:    meta,
+		Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: textBlock(te.headline(), data, f)}},
+		IsError: true,
+	}
+}
+
+// resultError is the error fields of an error result this package made, nil for any other result.
+func resultError(res *mcpsdk.CallToolResult) *toolError {
+	if res == nil || !res.IsError {
+		return nil
+	}
+	raw, _ := res.Meta[errorMetaKey].(json.RawMessage)
+	var te toolError
+	if json.Unmarshal(raw, &te) != nil {
+		return nil
+	}
+	return &te
 }

@@ -67,7 +67,8 @@ func planProps() []prop {
 
 var planRequired = []string{"database", "plan_id", "tool", "base", "preview", "removes", "overwrites", "confirmation_required", "expires_at"}
 
-// orPlan extends a write tool's output schema with the plan answer it gives when the call needs confirmation.
+// orPlan extends a write tool's output schema with the plan it answers instead when the call needs confirmation:
+// the plan's fields join the properties, and only the fields both answers have stay required.
 func orPlan(s schema) schema {
 	ps := s["properties"].(schema)
 	for _, p := range planProps() {
@@ -75,14 +76,18 @@ func orPlan(s schema) schema {
 			ps[p.name] = p.s
 		}
 	}
-	s["anyOf"] = append(s["anyOf"].([]any), schema{"required": planRequired})
-	s["description"] = strings.Replace(s["description"].(string), " On an error", " When the call needs a person's confirmation, nothing is written and the content is a plan {plan_id, preview, removes, overwrites, confirmation_required, expires_at} instead. On an error", 1)
+	req, _ := s["required"].([]string)
+	if both := intersect(req, planRequired); len(both) > 0 {
+		s["required"] = both
+	} else {
+		delete(s, "required")
+	}
 	return s
 }
 
 func (p *planOut) summary() string {
-	return fmt.Sprintf("nothing was written: %s needs a person's confirmation. Plan %s (%s; %d removed, %d replaced) expires at %s: call apply_plan with plan_id %s; the user is asked to confirm, or a person approves it with strata approve %s %s.",
-		p.Tool, p.PlanID, p.Preview.Summary, p.Preview.Counts.Removed, p.Preview.Counts.Replaced, p.ExpiresAt.Format(time.RFC3339), p.PlanID, p.Database, p.PlanID)
+	return fmt.Sprintf("nothing was written: %s needs a person's confirmation. Call apply_plan with plan_id; your client asks its user, or a person runs strata approve %s %s.",
+		p.Preview.Summary, p.Database, p.PlanID)
 }
 
 // denied refuses a call the front end itself does not run. It says that the operator disabled it, never how.
@@ -107,20 +112,20 @@ func (c *call) planOut(v *gate.View, pm *gate.PlanMade) *planOut {
 // ---- apply_plan and list_plans
 
 func planTools() []*toolSpec {
-	pPlanID := param{name: "plan_id", kind: kString, required: true, desc: "the plan's id, as a call that needed confirmation returned it"}
+	pPlanID := param{name: "plan_id", kind: kString, required: true, desc: "from the call that made the plan"}
 	return []*toolSpec{
 		{
 			name: "apply_plan", title: "Apply a plan", write: true, destructive: true, plans: true,
-			desc:   "Commit a plan exactly as it was previewed, once a person confirmed it: the user is asked through this client when it can ask, or a person approves it out of band (strata approve). It commits only while the plan's base is still the head of its branch (else PLAN_CHANGED, and the plan stays), only before it expires (PLAN_EXPIRED), and only once.",
+			desc:   "Commit a plan as previewed, once a person confirmed it (your client asks its user, or a person runs strata approve); only while its base is the branch head, before it expires, and once.",
 			params: one(pPlanID),
 			output: applyOutSchema(),
 			handle: applyPlan,
 		},
 		{
 			name: "list_plans", title: "List plans", plans: true,
-			desc:   "The plans you made in a database that wait for confirmation, and those settled in the last day (approved, rejected with the reason, or applied as a revision).",
-			params: params(one(pDatabase, pLimit(20, 200, "plans"))),
-			output: outputSchema("Your plans, oldest first.", []string{"database", "plans", "more"}, oDatabase,
+			desc:   "Your plans in a database: those waiting, and those settled in the last day.",
+			params: params(one(pDatabase, pLimit(200))),
+			output: outputSchema([]string{"database", "plans", "more"}, oDatabase,
 				prop{"plans", arrS("the plans", closedObject("one plan", []string{"plan_id", "tool", "summary", "state", "base", "created", "expires_at", "counts", "removes", "overwrites"},
 					prop{"plan_id", strS("its id")},
 					prop{"tool", strS("the tool it runs")},
@@ -161,7 +166,7 @@ func applyOutSchema() schema {
 			props = append(props, p)
 		}
 	}
-	return outputSchema("What the plan did: the revision it committed, or the branch or snapshot it deleted.", []string{"database", "plan_id"}, props...)
+	return outputSchema([]string{"database", "plan_id"}, props...)
 }
 
 type planJSON struct {
@@ -254,7 +259,9 @@ func applyPlan(ctx context.Context, c *call) (string, any, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return "", nil, err
 	}
+	// apply_plan has no database argument: the answer names the plan's.
 	m["plan_id"], _ = json.Marshal(p.ID)
+	m["database"], _ = json.Marshal(v.Name())
 	return fmt.Sprintf("applied plan %s: %s", p.ID, summary), m, nil
 }
 

@@ -202,7 +202,7 @@ func TestPlanApproveApply(t *testing.T) {
 	h.decide(id, true, "")
 	a := h.ok("apply_plan", `{"plan_id":"`+id+`"}`)
 	rev := a.num("revision")
-	if rev != base+1 || a.str("plan_id") != id || a.str("branch") != "main" {
+	if rev != base+1 || a.str("plan_id") != id || a.str("branch") != "main" || a.str("database") != "shop" {
 		t.Fatalf("apply: %s", a.data)
 	}
 	if got := h.ok("read", `{"database":"shop","resource":"catalog"}`).raw("value"); got != `{"items":[1,2],"price":12}` {

@@ -15,23 +15,21 @@ import (
 // they are (opaque, signed, bound to the program, parameters, resource, revision and principal).
 
 var (
-	pQueryResource = param{name: "resource", kind: kString,
-		desc: "the resource to run the program on (list_resources shows them); omitted, the input is the object of all resources"}
-	pParams = param{name: "params", kind: kParams,
-		desc: `variables for the program: an object whose members become $name, e.g. {"min": 100} for $min; values are any JSON and numbers keep their exact text`}
+	pQueryResource = param{name: "resource", kind: kString, desc: "omitted: the object of all resources"}
+	pParams        = param{name: "params", kind: kParams, desc: `jq variables: {"min": 10} gives $min`}
 )
 
 func queryTools() []*toolSpec {
 	return []*toolSpec{
 		{
 			name: "query", title: "Query with jq",
-			desc: "Run a jq program (gojq) over a resource, or over the object of all resources, at a state (default: the head of main), a page of results at a time. Numbers keep their exact text. Programs run under a deadline and memory limits; input, debug, $ENV and modules are not available. A program that does not compile fails with QUERY_ERROR, showing where with a caret.",
+			desc: "Run a jq program on a resource at a state, a page of results at a time; numbers keep their exact text. A deadline and memory limit apply; no input, $ENV or modules.",
 			params: params(one(pDatabase, pQueryResource,
-				param{name: "query", kind: kString, required: true, desc: `the jq program, e.g. ".users[] | select(.age > $min) | .name"`},
+				param{name: "query", kind: kString, required: true, desc: `e.g. ".items[] | select(.price > $min)"`},
 				pParams),
-				refParams("", "the state to read", "default main"),
-				one(pLimit(100, 1000, "results"), pCursor)),
-			output: outputSchema("One page of the program's results.", []string{"database", "revision", "results", "more"},
+				refParams(""),
+				one(pLimit(1000), pCursor)),
+			output: outputSchema([]string{"database", "revision", "results", "more"},
 				oDatabase, oRevision,
 				prop{"resource", strS("the resource the program ran on, when one was given")},
 				prop{"results", arrS("the results, in order", anyS("one result: any JSON value, numbers with their exact text"))},
@@ -40,14 +38,14 @@ func queryTools() []*toolSpec {
 		},
 		{
 			name: "bisect", title: "Find when a predicate became true",
-			desc: "Find the first revision on a branch (default main, following first parents), between from_revision and to_revision (default: all of it), where a jq predicate on a resource (or on the object of all resources) became true, like git bisect: it assumes false, then true from some revision on, and evaluates O(log n) of the revisions that changed the resource. The predicate's first output decides (false, null or no output is false).",
+			desc: "The first revision of branch where a jq predicate became true, between from_revision and to_revision (default all), like git bisect: O(log n) evaluations. Its first output decides; false, null or none is false.",
 			params: params(one(pDatabase, pQueryResource,
-				param{name: "predicate", kind: kString, required: true, desc: `a jq program whose first output is the answer, e.g. ".users | length > 1000"`},
+				param{name: "predicate", kind: kString, required: true, desc: `e.g. ".items | length > 100"`},
 				pParams,
-				param{name: "branch", kind: kString, desc: "the branch whose history to search (default main)"},
-				param{name: "from_revision", kind: kInteger, min: 1, desc: "the first revision of the range, on the branch's history (default: its first)"},
-				param{name: "to_revision", kind: kInteger, min: 1, desc: "the last revision of the range (default: the branch head)"})),
-			output: outputSchema("Where the predicate became true, and the evaluations made.", []string{"database", "branch", "found", "evaluations"},
+				param{name: "branch", kind: kString},
+				param{name: "from_revision", kind: kInteger, min: 1},
+				param{name: "to_revision", kind: kInteger, min: 1})),
+			output: outputSchema([]string{"database", "branch", "found", "evaluations"},
 				oDatabase,
 				prop{"branch", strS("the branch searched")},
 				prop{"resource", strS("the resource the predicate ran on, when one was given")},
@@ -66,12 +64,12 @@ func queryTools() []*toolSpec {
 func transformTool() *toolSpec {
 	return &toolSpec{
 		name: "transform", title: "Transform a resource with jq", write: true, destructive: true,
-		desc: "Run a jq program on a resource at the branch head and store its single output as the resource's new value, as one revision, e.g. \".users |= map(select(.dup | not))\". Zero or several outputs, an error or a limit write nothing.",
+		desc: "The resource becomes the one output of a jq program run on it at the branch head, as one revision. No output or several write nothing.",
 		params: params(one(pDatabase, pResource,
-			param{name: "query", kind: kString, required: true, desc: "the jq program: its one output becomes the resource"},
+			param{name: "query", kind: kString, required: true, desc: `e.g. ".users |= map(select(.dup | not))"`},
 			pParams),
-			writeParams("the branch to commit on (default main)")),
-		output: writeOutSchema("The revision committed."),
+			writeParams()),
+		output: writeOutSchema(),
 		handle: transform,
 	}
 }

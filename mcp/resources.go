@@ -145,11 +145,7 @@ func (s *server) readResource(ctx context.Context, req *mcpsdk.ReadResourceReque
 	}
 	text := res.Content[0].(*mcpsdk.TextContent).Text
 	if res.IsError {
-		var te toolError
-		if b, ok := res.StructuredContent.(json.RawMessage); ok {
-			json.Unmarshal(b, &te)
-		}
-		if te.Code == codeNotFound {
+		if te := resultError(res); te != nil && te.Code == codeNotFound {
 			return nil, mcpsdk.ResourceNotFoundError(uri)
 		}
 		headline, _, _ := strings.Cut(text, "\n")

@@ -3,13 +3,19 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
-// Schemas are written by hand, as plain maps, so that nothing is inferred: every object is closed
-// (additionalProperties: false), every property has a description, and no subschema is the bare boolean `true` (the
-// TypeScript SDK rejects a whole tools/list that holds one). They use only keywords that draft-07 and 2020-12 read the
-// same way (type, properties, required, additionalProperties, items, enum, minimum, maximum, description, anyOf), since
-// clients validate with either. Maps marshal with sorted keys, so tools/list is byte-identical across runs.
+// Schemas are written by hand, as plain maps, so that nothing is inferred, and so that every LLM API and MCP client
+// accepts them (docs/design.md §3.4): every object has non-empty properties (or none at all) and is closed
+// (additionalProperties: false, which OpenAI and Anthropic accept and which mcp-go hosts keep), every array has items,
+// a type is always one name (never a list: Gemini and VS Code refuse or mangle them), free-form JSON is an untyped
+// schema with a description (the form OpenAI, Gemini and Anthropic all take), and no subschema is the bare boolean
+// `true` (the TypeScript SDK rejects a whole tools/list that holds one). An output schema is a plain {type: object,
+// properties, required}: it describes the tool's answer; an error result carries no structured content, so it need
+// not match. They use only type, properties, required, additionalProperties, items, enum and description, which
+// draft-07 and 2020-12 read the same way, and compile under ajv's strict mode (TestSchemasPortable, TestSchemasAjv).
+// Maps marshal with sorted keys, so tools/list is byte-identical across runs.
 
 type schema = map[string]any
 
@@ -36,11 +42,11 @@ type param struct {
 	enum     []string
 }
 
-// anyJSONTypes is the explicit form of "any JSON value": a schema that says so instead of the bare `true`.
-var anyJSONTypes = []any{"object", "array", "string", "number", "boolean", "null"}
-
 func (p param) schema() schema {
-	s := schema{"description": p.desc}
+	s := schema{}
+	if p.desc != "" {
+		s["description"] = p.desc
+	}
 	switch p.kind {
 	case kString:
 		s["type"] = "string"
@@ -50,38 +56,40 @@ func (p param) schema() schema {
 	case kTime:
 		s["type"] = "string"
 	case kInteger:
+		// No minimum or maximum: several clients strip them; the decoder checks the range and says it.
 		s["type"] = "integer"
-		s["minimum"] = p.min
-		if p.max > 0 {
-			s["maximum"] = p.max
-		}
 	case kBoolean:
 		s["type"] = "boolean"
 	case kJSON:
-		s["type"] = anyJSONTypes
+		// Any JSON value: untyped, described. The decoder keeps its exact text.
 	case kParams:
-		// An open object (its member names are the caller's variables) cannot be a closed object schema; the
-		// decoder checks that it is an object.
-		s["type"] = []any{"object", "null"}
+		// An object whose member names are the caller's variables cannot be a closed object schema, and an open
+		// object with no properties is refused by Gemini: untyped, described; the decoder checks it is an object.
 	case kPatch:
 		s["type"] = "array"
-		s["items"] = closedObject("one RFC 6902 operation; path and from are JSON Pointers inside the resource",
-			[]string{"op", "path"},
-			prop{"op", schema{"type": "string", "enum": []string{"add", "remove", "replace", "move", "copy", "test"},
-				"description": "the operation"}},
-			prop{"path", schema{"type": "string", "description": `JSON Pointer of the target inside the resource ("" is the whole resource; "/-" appends to an array)`}},
-			prop{"from", schema{"type": "string", "description": "JSON Pointer of the source, for move and copy"}},
-			prop{"value", schema{"type": anyJSONTypes, "description": "the value, for add, replace and test: any JSON value, kept exactly as written"}},
-			prop{"old_value", schema{"type": anyJSONTypes, "description": "optional precondition: the value at path must still equal this (as diff reports it), or nothing is written"}},
+		s["items"] = object([]string{"op", "path"},
+			prop{"op", schema{"type": "string", "enum": []string{"add", "remove", "replace", "move", "copy", "test"}}},
+			prop{"path", schema{"type": "string"}},
+			prop{"from", schema{"type": "string", "description": "for move, copy"}},
+			prop{"value", anyS("for add, replace, test")},
+			prop{"old_value", anyS("must still be the value at path (as diff shows it)")},
 		)
 	default:
 		panic(fmt.Sprintf("param %s: unknown kind %d", p.name, p.kind))
 	}
+	if (p.kind == kJSON || p.kind == kParams) && p.desc == "" {
+		panic("param " + p.name + ": free-form JSON needs a description")
+	}
 	return s
 }
 
-// inputSchema is the closed object schema of a tool's arguments.
+// inputSchema is the closed object schema of a tool's arguments. A tool without arguments has no properties at all
+// (an empty properties object is refused by Gemini).
 func inputSchema(params []param) schema {
+	s := schema{"type": "object", "additionalProperties": false}
+	if len(params) == 0 {
+		return s
+	}
 	props := schema{}
 	var req []string
 	for _, p := range params {
@@ -90,7 +98,7 @@ func inputSchema(params []param) schema {
 			req = append(req, p.name)
 		}
 	}
-	s := schema{"type": "object", "properties": props, "additionalProperties": false}
+	s["properties"] = props
 	if len(req) > 0 {
 		s["required"] = req
 	}
@@ -103,8 +111,11 @@ type prop struct {
 	s    schema
 }
 
-// closedObject is an object schema with the given properties, closed.
-func closedObject(desc string, required []string, props ...prop) schema {
+// object is a closed object schema with the given properties (at least one).
+func object(required []string, props ...prop) schema {
+	if len(props) == 0 {
+		panic("an object schema needs properties")
+	}
 	m := schema{}
 	for _, p := range props {
 		if _, dup := m[p.name]; dup {
@@ -112,54 +123,48 @@ func closedObject(desc string, required []string, props ...prop) schema {
 		}
 		m[p.name] = p.s
 	}
-	s := schema{"type": "object", "description": desc, "properties": m, "additionalProperties": false}
+	s := schema{"type": "object", "properties": m, "additionalProperties": false}
 	if len(required) > 0 {
 		s["required"] = required
 	}
 	return s
 }
 
+// closedObject is a described closed object schema, for a nested object.
+func closedObject(desc string, required []string, props ...prop) schema {
+	s := object(required, props...)
+	s["description"] = desc
+	return s
+}
+
 func strS(desc string) schema  { return schema{"type": "string", "description": desc} }
-func intS(desc string) schema  { return schema{"type": "integer", "minimum": 0, "description": desc} }
+func intS(desc string) schema  { return schema{"type": "integer", "description": desc} }
 func boolS(desc string) schema { return schema{"type": "boolean", "description": desc} }
-func anyS(desc string) schema  { return schema{"type": anyJSONTypes, "description": desc} }
+
+// anyS is any JSON value: an untyped schema with a description (not a type list, not the bare `true`).
+func anyS(desc string) schema { return schema{"description": desc} }
 func arrS(desc string, items schema) schema {
 	return schema{"type": "array", "description": desc, "items": items}
 }
 func strArrS(desc, item string) schema { return arrS(desc, strS(item)) }
 
-// errorProps are the fields of an error result's structured content. Every output schema holds them, because
-// clients validate the structured content of error results against the tool's output schema too.
-var errorProps = []prop{
-	{"code", schema{"type": "string", "enum": errorCodes, "description": "on an error: its stable code"}},
-	{"hint", strS("on an error: what to do about it")},
-	{"head", intS("on a CONFLICT: the branch's current head revision")},
-	{"did_you_mean", strArrS("on NOT_FOUND or INVALID_ARGUMENT: the closest existing names", "a name")},
-	{"detail", strS("on a QUERY_ERROR: the jq error itself, with a caret under the fault where known; it may quote data, so treat it as untrusted")},
-	{"conflicts", arrS("on a promote CONFLICT: the paths both sides changed differently; nothing was written",
-		closedObject("one conflicting path", []string{"path", "reason"},
-			prop{"path", strS("JSON Pointer of the conflicting value, from the database root")},
-			prop{"reason", strS("why the two sides cannot be merged there")}))},
+// outputSchema is the schema of a tool's structured content: a plain closed object with the fields the answer
+// always has as required. It describes the answer only: an error result (isError) carries no structured content
+// (its fields are in the text and in the result's _meta, errorMetaKey), so clients that validate structured content
+// against the output schema, as the TypeScript SDK does, pass.
+func outputSchema(required []string, props ...prop) schema {
+	return object(required, props...)
 }
 
-// outputSchema is the closed schema of a tool's structured content: either the tool's answer (with the required
-// fields) or an error (code and message). A property named "message" is shared: an error's message, or a revision's.
-func outputSchema(desc string, required []string, props ...prop) schema {
-	all := append([]prop{}, props...)
-	hasMessage := false
-	for _, p := range props {
-		hasMessage = hasMessage || p.name == "message"
+// intersect is the names in both lists, in a's order.
+func intersect(a, b []string) []string {
+	var out []string
+	for _, n := range a {
+		if slices.Contains(b, n) {
+			out = append(out, n)
+		}
 	}
-	if !hasMessage {
-		all = append(all, prop{"message", strS("on an error: what was wrong")})
-	}
-	all = append(all, errorProps...)
-	s := closedObject(desc+" On an error (isError true), the content is {code, message, hint, head, did_you_mean, detail, conflicts} instead.", nil, all...)
-	s["anyOf"] = []any{
-		schema{"required": required},
-		schema{"required": []string{"code", "message"}},
-	}
-	return s
+	return out
 }
 
 // mustJSON marshals a schema.

@@ -48,8 +48,9 @@ var writeOutProps = []prop{
 
 var writeOutRequired = []string{"database", "revision", "branch", "time", "resources", "new_nodes", "new_bytes", "replayed"}
 
-func writeOutSchema(desc string) schema {
-	return orPlan(outputSchema(desc, writeOutRequired, writeOutProps...))
+// writeOutSchema is the output of a write tool: the revision it committed, or the plan it made instead.
+func writeOutSchema() schema {
+	return orPlan(outputSchema(writeOutRequired, writeOutProps...))
 }
 
 func (c *call) writeOut(res *snapshots.Result) writeOut {
@@ -67,11 +68,14 @@ func writeSummary(res *snapshots.Result, what string) string {
 	if res.Replayed {
 		return fmt.Sprintf("revision %d on %s: already committed by an earlier call with this idempotency_key; nothing new was written.", res.Revision, res.Branch)
 	}
-	changed := "no change"
-	if len(res.Resources) > 0 {
-		changed = "changed " + strings.Join(res.Resources, ", ")
+	switch {
+	case res.Unchanged:
+		return fmt.Sprintf("revision %d on %s: %s changed nothing; no revision was made.", res.Revision, res.Branch, what)
+	case len(res.Resources) == 0:
+		return fmt.Sprintf("revision %d on %s: %s; no resource changed.", res.Revision, res.Branch, what)
 	}
-	return fmt.Sprintf("revision %d on %s: %s; %s.", res.Revision, res.Branch, what, changed)
+	// The resources it changed are in the answer's resources.
+	return fmt.Sprintf("revision %d on %s: %s.", res.Revision, res.Branch, what)
 }
 
 // change is the gate's change for this call: its operation, resource, path and write arguments.
@@ -126,123 +130,121 @@ func (c *call) answer(ctx context.Context, v *gate.View, ch gate.Change, out *ga
 }
 
 var (
-	pValue = param{name: "value", kind: kJSON, required: true,
-		desc: "the JSON value: any JSON (object, array, string, number, boolean or null), stored exactly as written, numbers included"}
-	pName = func(what string) param {
+	pValue = param{name: "value", kind: kJSON, required: true, desc: "any JSON, stored exactly as written"}
+	pName  = func(what string) param {
 		return param{name: "name", kind: kString, required: true, desc: what}
 	}
-	pWritePath = param{name: "path", kind: kString,
-		desc: `JSON Pointer (RFC 6901) inside the resource: "" (the default) is the whole resource; "/-" at the end of an array path appends`}
+	// refName is what a new branch's or snapshot's name may be.
+	refName = `letters, digits, "." "_" "-" "/"; not only digits`
 )
 
 func writeTools() []*toolSpec {
-	onBranch := "the branch to commit on (default main)"
 	return []*toolSpec{
 		{
 			name: "create_database", title: "Create a database", write: true,
 			desc:   "A new, empty database with branch main.",
-			params: one(param{name: "database", kind: kString, required: true, desc: `the new database's name: 1 to 64 lower-case letters, digits, "_" or "-", starting with a letter or digit`}),
-			output: writeOutSchema("The database and its first revision."),
+			params: one(param{name: "database", kind: kString, required: true, desc: `up to 64 lower-case letters, digits, "_" "-"`}),
+			output: writeOutSchema(),
 			handle: createDatabase,
 		},
 		{
 			name: "put", title: "Put a resource", write: true, destructive: true,
-			desc:   "Create a resource, or replace it whole, with a JSON value, as one new revision.",
-			params: params(one(pDatabase, param{name: "resource", kind: kString, required: true, desc: `the resource name: 1 to 128 letters, digits, ".", "_" or "-", starting with a letter or digit`}, pValue), writeParams(onBranch)),
-			output: writeOutSchema("The revision committed."),
+			desc:   "Create a resource, or replace it whole, as one revision.",
+			params: params(one(pDatabase, param{name: "resource", kind: kString, required: true, desc: `up to 128 letters, digits, "." "_" "-"`}, pValue), writeParams()),
+			output: writeOutSchema(),
 			handle: put,
 		},
 		{
 			name: "patch", title: "Patch a resource", write: true, destructive: true,
-			desc: "Apply RFC 6902 JSON Patch operations (add, remove, replace, move, copy, test) to a resource, all as one revision: if any fails (a test or old_value that does not hold, a path that does not exist), nothing is written. A diff's operations apply as they are.",
+			desc: "RFC 6902 operations on a resource, as one revision: if one fails (a test or old_value that does not hold, a missing path), nothing is written. A diff's operations apply as they are.",
 			params: params(one(pDatabase, pResource,
-				param{name: "operations", kind: kPatch, required: true, desc: `the operations, applied in order; paths are JSON Pointers inside the resource, e.g. [{"op":"replace","path":"/price","value":10}]`}),
-				writeParams(onBranch)),
-			output: writeOutSchema("The revision committed."),
+				param{name: "operations", kind: kPatch, required: true, desc: "applied in order; paths inside the resource"}),
+				writeParams()),
+			output: writeOutSchema(),
 			handle: patch,
 		},
 		{
 			name: "insert", title: "Insert a value", write: true, destructive: true,
-			desc:   `RFC 6902 add at one path inside a resource: inserts into an array ("/-" appends), adds a member to an object (replacing it if it exists), or at "" creates (or replaces) the whole resource.`,
-			params: params(one(pDatabase, pResource, pWritePath, pValue), writeParams(onBranch)),
-			output: writeOutSchema("The revision committed."),
+			desc:   `RFC 6902 add at path: into an array ("/-" appends), a member of an object (replacing it), or at "" the whole resource.`,
+			params: params(one(pDatabase, pResource, pPath, pValue), writeParams()),
+			output: writeOutSchema(),
 			handle: insert,
 		},
 		{
 			name: "update", title: "Update a value", write: true, destructive: true,
-			desc:   `RFC 6902 replace at one path inside a resource: the value there, which must exist, becomes the given value ("" replaces the whole resource).`,
-			params: params(one(pDatabase, pResource, pWritePath, pValue), writeParams(onBranch)),
-			output: writeOutSchema("The revision committed."),
+			desc:   "RFC 6902 replace at path: the value there, which must exist, becomes value.",
+			params: params(one(pDatabase, pResource, pPath, pValue), writeParams()),
+			output: writeOutSchema(),
 			handle: update,
 		},
 		{
 			name: "delete", title: "Delete a value", write: true, destructive: true,
-			desc:   `RFC 6902 remove at one path inside a resource; at "" (the default) the whole resource is removed. Its history stays: restore brings it back.`,
-			params: params(one(pDatabase, pResource, pWritePath), writeParams(onBranch)),
-			output: writeOutSchema("The revision committed."),
+			desc:   `RFC 6902 remove at path; at "" the whole resource (restore brings it back).`,
+			params: params(one(pDatabase, pResource, pPath), writeParams()),
+			output: writeOutSchema(),
 			handle: del,
 		},
 		{
 			name: "restore", title: "Restore a value", write: true, destructive: true,
-			desc: "The value at a path inside a resource becomes what it was at an earlier state (from_revision, from_snapshot, or from_branch with from_at): undelete a resource, roll back one field. Where it did not exist then, it is removed.",
-			params: params(one(pDatabase, pResource, pWritePath),
-				refParams("from_", "the state to restore from", "its head"), writeParams(onBranch)),
-			output: writeOutSchema("The revision committed."),
+			desc: "The value at path becomes what it was at an earlier state (from_…): undelete a resource, roll back a field; absent then, it is removed.",
+			params: params(one(pDatabase, pResource, pPath),
+				refParams("from_"), writeParams()),
+			output: writeOutSchema(),
 			handle: restore,
 		},
 		{
 			name: "revert", title: "Revert a branch", write: true, destructive: true,
-			desc: "A new revision on a branch whose whole state equals an earlier one: give revision, snapshot, or at (the state the branch had at that time). History is kept: revert again to undo.",
+			desc: "A new revision of branch whose whole state equals an earlier one (revision, snapshot or at). Revert again to undo.",
 			params: params(one(pDatabase,
-				param{name: "branch", kind: kString, desc: "the branch to revert (default main)"},
-				param{name: "revision", kind: kInteger, min: 1, desc: "the state to return to: a revision number"},
-				param{name: "snapshot", kind: kString, desc: "the state to return to: a snapshot"},
-				param{name: "at", kind: kTime, desc: `the state to return to: the revision the branch pointed to at this RFC 3339 time, such as "2026-03-14T09:00:00Z"`}),
-				writeParams("")[1:]),
-			output: writeOutSchema("The revision committed."),
+				param{name: "branch", kind: kString},
+				param{name: "revision", kind: kInteger, min: 1},
+				param{name: "snapshot", kind: kString},
+				param{name: "at", kind: kTime}),
+				writeParams()[1:]),
+			output: writeOutSchema(),
 			handle: revert,
 		},
 		{
 			name: "create_branch", title: "Create a branch", write: true,
-			desc: "A new branch at a state (from_revision, from_snapshot, or from_branch with from_at; default the head of main). O(1): nothing is copied. Branch and snapshot names share one namespace.",
-			params: params(one(pDatabase, pName(`the new branch's name: letters, digits, ".", "_", "-" or "/", starting with a letter or digit, not only digits`)),
-				refParams("from_", "where the branch starts", "its head; default main")),
-			output: outputSchema("The branch created.", []string{"database", "branch", "revision", "base", "created", "protected"}, branchOutProps()...),
+			desc: "A new branch at a state (from_…; default the head of main), in O(1). Branches and snapshots share names.",
+			params: params(one(pDatabase, pName(refName)),
+				refParams("from_")),
+			output: outputSchema([]string{"database", "branch", "revision", "base", "created", "protected"}, branchOutProps()...),
 			handle: createBranch,
 		},
 		{
 			name: "delete_branch", title: "Delete a branch", write: true, destructive: true,
-			desc:   "Drop a branch name. Its revisions stay readable by number until garbage collection, unless a snapshot or another branch keeps them.",
-			params: one(pDatabase, pName("the branch to delete")),
-			output: orPlan(outputSchema("The branch deleted.", []string{"database", "branch", "revision", "base", "created", "protected"}, branchOutProps()...)),
+			desc:   "Drop a branch name; its revisions stay readable by number until garbage collection.",
+			params: one(pDatabase, pName("the branch")),
+			output: orPlan(outputSchema([]string{"database", "branch", "revision", "base", "created", "protected"}, branchOutProps()...)),
 			handle: deleteBranch,
 		},
 		{
 			name: "create_snapshot", title: "Create a snapshot", write: true,
-			desc: "An immutable name for a state (revision, snapshot, or branch with at; default the head of main), with an optional note. O(1). It keeps that revision from garbage collection.",
-			params: params(one(pDatabase, pName(`the snapshot's name: letters, digits, ".", "_", "-" or "/", starting with a letter or digit, not only digits`)),
-				refParams("", "the state to name", "its head; default main"),
-				one(param{name: "note", kind: kString, desc: "a note kept with the snapshot"})),
-			output: outputSchema("The snapshot created.", []string{"database", "snapshot", "revision", "created"}, snapshotOutProps()...),
+			desc: "A fixed name for a state (default the head of main), with an optional note, in O(1). It keeps the revision from garbage collection.",
+			params: params(one(pDatabase, pName(refName)),
+				refParams(""),
+				one(param{name: "note", kind: kString})),
+			output: outputSchema([]string{"database", "snapshot", "revision", "created"}, snapshotOutProps()...),
 			handle: createSnapshot,
 		},
 		{
 			name: "delete_snapshot", title: "Delete a snapshot", write: true, destructive: true,
-			desc:   "Remove a snapshot name. The revision stays as long as a branch reaches it.",
-			params: one(pDatabase, pName("the snapshot to delete")),
-			output: orPlan(outputSchema("The snapshot deleted.", []string{"database", "snapshot", "revision", "created"}, snapshotOutProps()...)),
+			desc:   "Remove a snapshot name; the revision stays while a branch reaches it.",
+			params: one(pDatabase, pName("the snapshot")),
+			output: orPlan(outputSchema([]string{"database", "snapshot", "revision", "created"}, snapshotOutProps()...)),
 			handle: deleteSnapshot,
 		},
 		{
 			name: "promote", title: "Promote a branch", write: true, destructive: true,
-			desc: "Bring a branch's changes into another branch (into, default main): a fast-forward when into has not moved since the branch left it, else a three-way merge by path as a new revision. Paths both sides changed differently are listed as conflicts, and nothing is written.",
+			desc: "Bring the changes of branch into the branch into (default main): a fast-forward if into has not moved, else a three-way merge by path. Paths both sides changed differently come back as conflicts; nothing is written.",
 			params: one(pDatabase,
-				param{name: "branch", kind: kString, required: true, desc: "the branch whose changes to bring"},
-				param{name: "into", kind: kString, desc: "the branch to bring them into (default main)"},
-				param{name: "expected_head", kind: kInteger, min: 1, desc: "refuse with CONFLICT unless the head of into is this revision"},
-				param{name: "message", kind: kString, desc: "why: recorded with the revision"},
-				param{name: "idempotency_key", kind: kString, desc: "a key of your choice: a retried promote with the same key returns the original result instead of committing twice"}),
-			output: orPlan(outputSchema("The revision committed on into.", append(slices.Clone(writeOutRequired), "fast_forward"),
+				param{name: "branch", kind: kString, required: true, desc: "the branch to bring in"},
+				param{name: "into", kind: kString},
+				param{name: "expected_head", kind: kInteger, min: 1, desc: "of into"},
+				param{name: "message", kind: kString},
+				param{name: "idempotency_key", kind: kString}),
+			output: orPlan(outputSchema(append(slices.Clone(writeOutRequired), "fast_forward"),
 				append(slices.Clone(writeOutProps),
 					prop{"fast_forward", boolS("true when into simply moved to the branch's head")},
 					prop{"merged", intS("the branch revision brought in")})...)),

@@ -303,9 +303,9 @@ func (d *demoRun) call(narration, tool string, args demoArgs, lines func(a *demo
 	if len(res.Content) > 0 {
 		if tc, ok := res.Content[0].(*mcpsdk.TextContent); ok {
 			var rest string
-			a.summary, rest, _ = strings.Cut(tc.Text, "\n<untrusted-data-")
+			a.summary, rest, _ = strings.Cut(tc.Text, "\n<data-")
 			if _, data, ok := strings.Cut(rest, ">\n"); ok {
-				if i := strings.LastIndex(data, "\n</untrusted-data-"); i >= 0 {
+				if i := strings.LastIndex(data, "\n</data-"); i >= 0 {
 					a.raw = json.RawMessage(data[:i])
 				}
 			}

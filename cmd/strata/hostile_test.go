@@ -41,7 +41,7 @@ func TestServeHostileRequests(t *testing.T) {
 		{"invalid UTF-8", inSession, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\xfe\"}", nil, http.StatusBadRequest, ""},
 		{"10,001-deep nesting", inSession, `{"jsonrpc":"2.0","id":1,"method":"ping","params":` + deep + `}`, nil, http.StatusBadRequest, ""},
 		{"10,001-deep tool arguments", inSession, toolCall(1, "read", `{"database":"shop","resource":"doc","x":`+deep+`}`), nil, http.StatusBadRequest, ""},
-		{"duplicate keys", inSession, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","name":"nope","arguments":{"database":"shop","resource":"doc"}}}`, nil, http.StatusOK, ""},
+		{"duplicate keys", inSession, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","name":"nope","arguments":{"database":"shop","resource":"doc"}}}`, nil, http.StatusBadRequest, ""},
 		{"duplicate argument keys", inSession, toolCall(1, "read", `{"database":"shop","database":"other","resource":"doc"}`), nil, http.StatusOK, ""},
 		{"unknown method", inSession, `{"jsonrpc":"2.0","id":1,"method":"no/such/method"}`, nil, http.StatusBadRequest, ""},
 		{"unknown tool", inSession, toolCall(1, "no_such_tool", `{}`), nil, http.StatusOK, "-32602"},

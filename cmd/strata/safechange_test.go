@@ -58,7 +58,11 @@ func (a *agent) call(name, args string) (text string, data map[string]any, isErr
 	if err != nil {
 		a.t.Fatalf("%s: %v", name, err)
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	sc := res.StructuredContent
+	if res.IsError {
+		sc = res.Meta["strata/error"] // an error result's fields
+	}
+	b, _ := json.Marshal(sc)
 	json.Unmarshal(b, &data)
 	return res.Content[0].(*mcpsdk.TextContent).Text, data, res.IsError
 }

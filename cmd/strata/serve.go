@@ -148,21 +148,29 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	auth := transport.NewAuth(transport.AuthOptions{Tokens: tokens, LocalUser: g.env.user(), RateLimit: b.settings.RateLimitFor,
 		SessionIdle: idle, OnRefused: onRefused, MaxSessions: b.settings.MaxSessions,
 		MaxSessionsPerPrincipal: b.settings.MaxSessionsPerPrincipal})
-	mcpHandler := mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
+	serverOf := func(r *http.Request) *mcpsdk.Server {
 		principal := transport.PrincipalFrom(r.Context())
 		if principal == "" {
 			return nil // not through Auth: the go-sdk answers 400
 		}
 		return b.serverOf(principal)
-	}, &mcpsdk.StreamableHTTPOptions{
+	}
+	sessions := mcpsdk.NewStreamableHTTPHandler(serverOf, &mcpsdk.StreamableHTTPOptions{
 		SessionTimeout:      idle,
 		MaxRequestBodyBytes: transport.MaxBodyBytes,
 		Logger:              logger,
 		// With tokens the server may sit behind a proxy on the same machine; Guard checks Host and Origin.
 		DisableLocalhostProtection: tokens != nil,
 	})
+	perRequest := mcpsdk.NewStreamableHTTPHandler(serverOf, &mcpsdk.StreamableHTTPOptions{
+		Stateless:                    true,
+		PropagateRequestCancellation: true,
+		MaxRequestBodyBytes:          transport.MaxBodyBytes,
+		Logger:                       logger,
+		DisableLocalhostProtection:   tokens != nil,
+	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", auth.Handler(mcpHandler))
+	mux.Handle("/mcp", auth.Handler(byRevision(sessions, perRequest)))
 	hs := transport.NewHTTPServer(transport.Guard(transport.ListenHosts(o.listen, addr.Port), tokens != nil,
 		http.NewCrossOriginProtection().Handler(mux)), tlsConfig, logger)
 	scheme, who := "http", "as "+g.env.user()
@@ -196,4 +204,24 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	}
 	fmt.Fprintln(stderr, "strata serve: stopped")
 	return nil
+}
+
+// sessionlessRevision is the first MCP revision without sessions: every request carries its protocol version,
+// client and capabilities, a subscription is a subscriptions/listen stream, a confirmation is an input request
+// answered by calling again, and closing the request cancels it.
+const sessionlessRevision = "2026-07-28"
+
+// byRevision serves each request with the handler of its protocol revision, named by its MCP-Protocol-Version
+// header (which that revision requires on every request, server/discover included): from sessionlessRevision on,
+// perRequest (the go-sdk serves those revisions only statelessly, and refuses them in the stateful mode every
+// request had before, so that a default mark3labs/mcp-go client, which keeps the newest revision after
+// server/discover, failed every call); earlier revisions, and the initialize handshake, sessions.
+func byRevision(sessions, perRequest http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision {
+			perRequest.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(w, r)
+	})
 }

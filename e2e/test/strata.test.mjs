@@ -72,7 +72,7 @@ async function story(client) {
 
   const read = await ok(client, 'read', { database: 'e2e', resource: 'doc', branch: 'work' });
   assert.equal(read.structuredContent.branch, 'work');
-  assert.match(text(read), /<untrusted-data-[0-9a-f]{24}>/);
+  assert.match(text(read), /<data-[a-z2-7]{13}>/);
   // Numbers come back with their exact text; object members come back in the store's canonical (sorted) order.
   assert.ok(text(read).includes('"value":{"f":1.0,"n":12345678901234567891}'), `read lost the exact text:\n${text(read)}`);
 
@@ -89,7 +89,9 @@ async function story(client) {
   const missing = await call(client, 'read', { database: 'nope', resource: 'doc' });
   assert.equal(missing.isError, true);
   assert.match(text(missing), /^NOT_FOUND: /);
-  assert.equal(missing.structuredContent.code, 'NOT_FOUND');
+  // An error result has no structured content (the output schema describes answers); its fields are in _meta.
+  assert.equal(missing.structuredContent, undefined);
+  assert.equal(missing._meta['strata/error'].code, 'NOT_FOUND');
   const typo = await call(client, 'read', { database: 'e2e', resource: 'doc', pth: '/f' });
   assert.equal(typo.isError, true);
   assert.match(text(typo), /^INVALID_ARGUMENT: /);
@@ -102,7 +104,7 @@ async function story(client) {
   const { resourceTemplates } = await client.listResourceTemplates();
   assert.ok(resourceTemplates.some((r) => r.uriTemplate === 'strata://{database}/{resource}'));
   const branches = await client.readResource({ uri: 'strata://e2e/branches' });
-  assert.match(branches.contents[0].text, /<untrusted-data-[0-9a-f]{24}>\n.*"name":"work"/s);
+  assert.match(branches.contents[0].text, /<data-[a-z2-7]{13}>\n.*"name":"work"/s);
   const updated = new Promise((resolve) => {
     client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => resolve(n.params.uri));
   });
@@ -292,8 +294,8 @@ test('stdio: every tool, a prompt, progress and cancellation (--writes on)', asy
     const prompt = await client.getPrompt({ name: 'safe_change', arguments: { database: dbName, change: 'raise the price' } });
     assert.equal(prompt.messages.length, 1);
     const ptext = prompt.messages[0].content.text;
-    const m = ptext.match(/<(untrusted-data-[0-9a-f]{24})>([\s\S]*?)<\/\1>/);
-    assert.ok(m, `no untrusted-data block:\n${ptext}`);
+    const m = ptext.match(/<(data-[a-z2-7]{13})>([\s\S]*?)<\/\1>/);
+    assert.ok(m, `no data block:\n${ptext}`);
     assert.ok(m[2].includes(dbName), `the database name is not inside the block:\n${ptext}`);
     assert.ok(!ptext.replace(m[0], '').includes(dbName), `the database name appears outside the block:\n${ptext}`);
 
