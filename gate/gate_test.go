@@ -440,3 +440,83 @@ func TestOutOfBand(t *testing.T) {
 		t.Errorf("applying the approved plan: %+v %v", o, err)
 	}
 }
+
+// TestPlanSurvivesUnrelatedCommits: a plan applies after commits that did not touch what it changes, landing exactly
+// its preview on top of them; a commit that touched one of its paths makes it PLAN_CHANGED, naming the path.
+func TestPlanSurvivesUnrelatedCommits(t *testing.T) {
+	ctx := context.Background()
+	g := fixture(t, "")
+	agent := actor(t, g, Principal{Name: "agent", Mode: WritesBranches})
+	op := actor(t, g, Operator("op"))
+	v, _ := agent.Open(ctx, "shop")
+	ov, _ := op.Open(ctx, "shop")
+	commit := func(ch Change) {
+		t.Helper()
+		if _, err := ov.Write(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := func(ch Change) snapshots.Plan {
+		t.Helper()
+		out, err := v.Write(ctx, ch)
+		if err != nil || out.Plan == nil {
+			t.Fatalf("%+v: %+v %v, want a plan", ch, out, err)
+		}
+		if _, err := ov.DecidePlan(ctx, out.Plan.Plan.ID, true, ""); err != nil {
+			t.Fatal(err)
+		}
+		return out.Plan.Plan
+	}
+	read := func(res, path string) string {
+		t.Helper()
+		head, _ := ov.Resolve(ctx, snapshots.Ref{})
+		val, err := ov.Lookup(ctx, head, res, revision.MustPointer(path))
+		if err != nil {
+			return err.Error()
+		}
+		b, _ := ov.Forest().JSON(ctx, val)
+		return string(b)
+	}
+	// Unrelated commits, to another resource and to another member of the same one, do not stop it.
+	p := plan(Change{Op: OpUpdate, Resource: "customers", Path: "/alice/city", Value: json.RawMessage(`"Bergen"`)})
+	commit(Change{Op: OpPut, Resource: "orders", Value: json.RawMessage(`[{"id":9}]`)})
+	commit(Change{Op: OpInsert, Resource: "customers", Path: "/bob", Value: json.RawMessage(`{"city":"Rome"}`)})
+	out, err := v.ApplyPlan(ctx, p, "")
+	if err != nil || out.Result == nil {
+		t.Fatalf("applying after unrelated commits: %+v %v", out, err)
+	}
+	if read("customers", "") != `{"alice":{"city":"Bergen"},"bob":{"city":"Rome"}}` || read("orders", "") != `[{"id":9}]` {
+		t.Errorf("after the rebased apply: customers %s, orders %s", read("customers", ""), read("orders", ""))
+	}
+	// A commit to what the plan changes (or to a value inside it, or around it) stops it, naming the path.
+	for _, tc := range []struct {
+		change Change
+		moved  string
+	}{
+		{Change{Op: OpUpdate, Resource: "customers", Path: "/alice/city", Value: json.RawMessage(`"Paris"`)}, "/customers/alice/city"},
+		{Change{Op: OpDelete, Resource: "customers", Path: "/alice"}, "/customers/alice"},
+	} {
+		p := plan(Change{Op: OpUpdate, Resource: "customers", Path: "/alice/city", Value: json.RawMessage(`"Oslo"`)})
+		commit(tc.change)
+		_, err := v.ApplyPlan(ctx, p, "")
+		if Code(err) != CodePlanChanged || !strings.Contains(err.Error(), tc.moved) {
+			t.Errorf("after %s of %s: %v, want PLAN_CHANGED naming %s", tc.change.Op, tc.change.Path, err, tc.moved)
+		}
+		commit(Change{Op: OpPut, Resource: "customers", Value: json.RawMessage(`{"alice":{"city":"Tromsø"}}`)})
+	}
+	// A promote's plan survives too.
+	if _, err := v.CreateBranch(ctx, "work", snapshots.Ref{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Write(ctx, Change{Op: OpInsert, Resource: "customers", Path: "/carol", Value: json.RawMessage(`{"city":"Lima"}`), Branch: "work"}); err != nil {
+		t.Fatal(err)
+	}
+	p = plan(Change{Op: OpPromote, Source: "work", Branch: "main"})
+	commit(Change{Op: OpPut, Resource: "orders", Value: json.RawMessage(`[]`)})
+	if out, err := v.ApplyPlan(ctx, p, ""); err != nil || out.Result == nil {
+		t.Fatalf("a promote's plan after an unrelated commit: %+v %v", out, err)
+	}
+	if read("customers", "/carol/city") != `"Lima"` || read("orders", "") != `[]` {
+		t.Errorf("after the promote: carol %s, orders %s", read("customers", "/carol/city"), read("orders", ""))
+	}
+}

@@ -170,6 +170,11 @@ func (v *View) CheckApply(p snapshots.Plan) error {
 // It commits only while the plan's base is still the head of its branch (else PLAN_CHANGED, and the plan stays),
 // before it expires, and once.
 func (v *View) ApplyPlan(ctx context.Context, p snapshots.Plan, confirmedBy string) (*Outcome, error) {
+	id := p.ID
+	p, err := v.db.GetPlan(ctx, id) // as it is now, not as the caller read it
+	if err != nil || p.Principal != v.a.p.Name {
+		return nil, planNotFound(id)
+	}
 	if err := v.CheckApply(p); err != nil {
 		return nil, err
 	}

@@ -1,11 +1,13 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
@@ -114,6 +116,10 @@ type PlanMade struct {
 
 // previewOps bounds the operations a plan's preview computes.
 const previewOps = 10_000
+
+// planPreviewBytes bounds the operations a plan keeps of its preview (for a person reviewing it, and to check a
+// rebased apply against).
+const planPreviewBytes = 64 << 10
 
 // maxPlanPaths bounds the removes and overwrites lists a plan keeps.
 const maxPlanPaths = 100
@@ -488,6 +494,9 @@ func (v *View) commitUnderPolicy(ctx context.Context, ch Change, ap *applying, d
 		w.InTx = snapshots.ExpectRoot([]byte(r.Preview.RootEncoding()))
 	}
 	if ap != nil {
+		if head, err := v.db.Resolve(ctx, snapshots.Ref{Branch: branch}); err == nil && head.Rev.Number != ap.plan.Base {
+			return v.rebase(ctx, ch, ap, w, head, do)
+		}
 		w.InTx = snapshots.BothInTx(w.InTx, v.db.ConsumePlan(ap.plan.ID, v.a.p.Name, ap.confirmedBy))
 		r, err := do(w)
 		if err == nil && r.Replayed {
@@ -538,6 +547,109 @@ func (v *View) commitUnderPolicy(ctx context.Context, ch Change, ap *applying, d
 	}
 	return nil, nil, Errorf(CodeConflict, "branch %s kept moving while this write was being checked; nothing was written", branch).
 		WithHint("retry")
+}
+
+// rebase applies a plan whose branch moved since the plan was made. It commits when nothing the plan changes has
+// changed since — no path of its preview, nor any path above or below one — and the change, made again on the new
+// head, lands exactly the previewed operations; otherwise it answers PLAN_CHANGED naming what moved. The plan is
+// consumed in the revision's transaction, on the head it was checked on.
+func (v *View) rebase(ctx context.Context, ch Change, ap *applying, w snapshots.WriteOptions, head snapshots.State,
+	do func(w snapshots.WriteOptions) (*snapshots.Result, error)) (*snapshots.Result, *PlanMade, error) {
+	p := ap.plan
+	changed := func(why string, paths []string) error {
+		msg := fmt.Sprintf("branch %s is at revision %d now, not %d as when plan %s was made, and %s; nothing was written",
+			head.Branch, v.visibleNumber(ctx, head.Rev.Number, nil), v.visibleNumber(ctx, p.Base, nil), p.ID, why)
+		if len(paths) > 0 {
+			msg += fmt.Sprintf(" (paths that moved: %s)", strings.Join(paths, ", "))
+		}
+		return &Error{code: CodePlanChanged, Msg: msg, Err: snapshots.ErrPlanChanged,
+			Hint: "read what changed there, and plan the change anew if it is still wanted"}
+	}
+	if !p.PreviewComplete {
+		return nil, nil, changed("the plan is too large to check against what changed since", nil)
+	}
+	base, err := v.db.Resolve(ctx, snapshots.Ref{Revision: p.Base})
+	if err != nil {
+		return nil, nil, err
+	}
+	since, err := v.db.Forest().Diff(ctx, base.Root, head.Root, &revision.DiffOptions{MaxOps: previewOps})
+	if err != nil {
+		return nil, nil, err
+	}
+	if since.Truncated {
+		return nil, nil, changed("too much changed since to check", nil)
+	}
+	var mine []string
+	for _, o := range p.Preview {
+		mine = append(mine, o.Path)
+		if o.From != "" {
+			mine = append(mine, o.From)
+		}
+	}
+	var moved []string
+	for _, o := range since.Operations {
+		paths := []string{o.Path}
+		if o.From != "" {
+			paths = append(paths, o.From)
+		}
+		for _, path := range paths {
+			if slices.ContainsFunc(mine, func(m string) bool { return overlaps(m, path) }) && !slices.Contains(moved, path) {
+				moved = append(moved, path)
+			}
+		}
+	}
+	if len(moved) > 0 {
+		if v.a.limited() {
+			moved = slices.DeleteFunc(moved, func(path string) bool { return !v.pathPermitted(path) })
+		}
+		return nil, nil, changed("what the plan changes has changed since", moved)
+	}
+	// Make the change again on the new head, and check that exactly the approved operations land.
+	pw := w
+	pw.DryRun, pw.ExpectedHead = true, head.Rev.Number
+	r, err := do(pw)
+	if err != nil || r == nil || r.Preview == nil {
+		if err == nil {
+			err = changed("the change now changes nothing", nil)
+		}
+		return nil, nil, planChanged(err, p)
+	}
+	again, err := r.Preview.Diff(ctx, &revision.DiffOptions{MaxOps: previewOps})
+	if err != nil {
+		return nil, nil, err
+	}
+	kept, complete := keepOps(again.Operations, planPreviewBytes) // shaped as the plan keeps its preview
+	if !complete || again.Truncated || !sameOps(kept, p.Preview) {
+		return nil, nil, changed("made again on the new head, the change would not be the one approved", nil)
+	}
+	if v.a.limited() && slices.ContainsFunc(r.Resources, func(n string) bool { return !v.a.resPermitted(n) }) {
+		return nil, nil, denied(ch.Op + " of a state that differs outside your scope")
+	}
+	w.ExpectedHead = head.Rev.Number
+	w.InTx = snapshots.BothInTx(snapshots.ExpectRoot([]byte(r.Preview.RootEncoding())), v.db.ConsumeRebasedPlan(p.ID, v.a.p.Name, ap.confirmedBy))
+	res, err := do(w)
+	if err == nil && res.Replayed {
+		return nil, nil, fmt.Errorf("%w: plan %s was already applied, as revision %d; a plan applies once", snapshots.ErrConflict, p.ID, res.Revision)
+	}
+	return res, nil, planChanged(err, p)
+}
+
+// overlaps reports whether one JSON Pointer is the other or lies inside it.
+func overlaps(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/") || a == "" || b == ""
+}
+
+// sameOps reports whether two lists of diff operations are the same.
+func sameOps(a, b []revision.DiffOp) bool {
+	return slices.EqualFunc(a, b, func(x, y revision.DiffOp) bool {
+		return x.Op == y.Op && x.Path == y.Path && x.From == y.From && bytes.Equal(x.Value, y.Value) && bytes.Equal(x.OldValue, y.OldValue)
+	})
+}
+
+// pathPermitted reports whether a pointer from the database root is inside a resource the scope shows.
+func (v *View) pathPermitted(path string) bool {
+	ptr, err := revision.ParsePointer(path)
+	return err == nil && (len(ptr) == 0 || v.a.resPermitted(ptr[0]))
 }
 
 // additive reports whether a change only adds.
@@ -667,7 +779,7 @@ func (v *View) savePlan(ctx context.Context, ch Change, p snapshots.Plan, d *rev
 			}
 		}
 		// The plan keeps the first operations, for a person reviewing it (strata plans DB ID, the review page).
-		p.Preview, p.PreviewComplete = keepOps(d.Operations, 64<<10)
+		p.Preview, p.PreviewComplete = keepOps(d.Operations, planPreviewBytes)
 		p.PreviewComplete = p.PreviewComplete && !d.Truncated
 	}
 	if err := v.db.SavePlan(ctx, p); err != nil {

@@ -222,6 +222,12 @@ func CheckPlan(p Plan, principal string, now time.Time) error {
 // transaction, that it may be: of two concurrent applies, exactly one commits. confirmedBy, when not empty, is who
 // confirmed a pending plan (through the client); otherwise the plan must have been approved.
 func (db *DB) consume(tx store.CatalogTx, id, principal, confirmedBy string, rev uint64, root []byte) error {
+	return db.consumeAt(tx, id, principal, confirmedBy, rev, root, true)
+}
+
+// consumeAt is consume; checkRoot false skips the comparison with the previewed root (a plan rebased onto a head
+// that moved commits another root, which its applier checked lands exactly the previewed change).
+func (db *DB) consumeAt(tx store.CatalogTx, id, principal, confirmedBy string, rev uint64, root []byte, checkRoot bool) error {
 	p, err := getPlan(tx, id)
 	if err != nil {
 		return err
@@ -232,7 +238,7 @@ func (db *DB) consume(tx store.CatalogTx, id, principal, confirmedBy string, rev
 	if p.State != PlanApproved && confirmedBy == "" {
 		return fmt.Errorf("%w: plan %s has not been confirmed", ErrConflict, id)
 	}
-	if p.Root != nil && !bytes.Equal(p.Root, root) {
+	if checkRoot && p.Root != nil && !bytes.Equal(p.Root, root) {
 		return fmt.Errorf("%w: applying plan %s now would commit a different state than it previewed", ErrPlanChanged, id)
 	}
 	if p.State == PlanPending {
@@ -252,6 +258,15 @@ func (db *DB) consume(tx store.CatalogTx, id, principal, confirmedBy string, rev
 func (db *DB) ConsumePlan(id, principal, confirmedBy string) func(store.CatalogTx, store.RevisionRecord) error {
 	return func(tx store.CatalogTx, rec store.RevisionRecord) error {
 		return db.consume(tx, id, principal, confirmedBy, rec.Number, rec.Root)
+	}
+}
+
+// ConsumeRebasedPlan is ConsumePlan for a plan applied on a head that moved since it was made: the revision's root
+// is not the previewed one (other changes came in), so the caller pins the root it checked (ExpectRoot) and this
+// marks the plan applied without comparing roots.
+func (db *DB) ConsumeRebasedPlan(id, principal, confirmedBy string) func(store.CatalogTx, store.RevisionRecord) error {
+	return func(tx store.CatalogTx, rec store.RevisionRecord) error {
+		return db.consumeAt(tx, id, principal, confirmedBy, rec.Number, rec.Root, false)
 	}
 }
 
