@@ -1,5 +1,3 @@
-//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
-
 // Package audit is Strata's audit log (docs/design.md §4, docs/security.md T12): one JSON line per MCP or CLI call —
 // allowed, asked, denied, failed — appended to <data dir>/audit.log and chained by hashes so that an edited,
 // deleted, inserted or reordered line is found by Verify.
@@ -38,9 +36,10 @@
 // # Concurrency and crashes
 //
 // Several processes (strata mcp, strata serve, CLI commands) may append to one file at once. Append takes an
-// exclusive flock on the file around reading the tail and writing the new line, and reads the previous record
-// from the file itself, so the chain stays one chain whoever writes. An append is durable (fsynced) before Append
-// returns; a caller whose record could not be written must not carry out the call (fail closed).
+// exclusive lock on the file (flock(2); LockFileEx on Windows: internal/filelock) around reading the tail and
+// writing the new line, and reads the previous record from the file itself, so the chain stays one chain whoever
+// writes. An append is durable (fsynced) before Append returns; a caller whose record could not be written must not
+// carry out the call (fail closed).
 //
 // A crash in the middle of an append can leave a last line without its '\n'. That record was never acknowledged
 // (Append had not returned), so the next Append cuts it off before writing; until then Verify reports it as an
@@ -64,7 +63,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"github.com/strata-db/strata/internal/filelock"
 )
 
 // FileName is the audit log's name inside a data directory.
@@ -326,15 +325,6 @@ func openFile(path string) (*os.File, error) {
 	return f, nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
 // Path is the file the log appends to.
 func (l *Log) Path() string { return l.path }
 
@@ -357,7 +347,7 @@ func (l *Log) Append(rec Record) (Record, error) {
 	if err := l.lock(); err != nil {
 		return rec, err
 	}
-	defer unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+	defer filelock.Unlock(l.f)
 
 	size, seq, prev, err := l.tail()
 	if err != nil {
@@ -398,7 +388,7 @@ func (l *Log) Check() error {
 	if err := l.lock(); err != nil {
 		return err
 	}
-	defer unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+	defer filelock.Unlock(l.f)
 	size, seq, hash, err := l.tail()
 	if err != nil {
 		l.cached = false
@@ -412,19 +402,19 @@ func (l *Log) Check() error {
 // (rotated by an operator), it opens the file now at the path, so that records go where readers look.
 func (l *Log) lock() error {
 	for range 10 {
-		if err := flock(l.f); err != nil {
+		if err := filelock.Lock(l.f, true); err != nil {
 			return fmt.Errorf("audit: locking %s: %w", l.path, err)
 		}
 		held, err := l.f.Stat()
 		if err != nil {
-			unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+			filelock.Unlock(l.f)
 			return fmt.Errorf("audit: %w", err)
 		}
 		now, err := os.Stat(l.path)
 		if err == nil && os.SameFile(held, now) {
 			return nil
 		}
-		unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+		filelock.Unlock(l.f)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("audit: %w", err)
 		}
@@ -436,15 +426,6 @@ func (l *Log) lock() error {
 		l.f, l.cached = f, false
 	}
 	return fmt.Errorf("audit: %s keeps being replaced", l.path)
-}
-
-func flock(f *os.File) error {
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if err != unix.EINTR {
-			return err
-		}
-	}
 }
 
 // tail returns the file's size and the last record's seq and hash, cutting off a torn last line. The lock is held.

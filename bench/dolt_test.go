@@ -8,13 +8,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-db/strata/internal/testenv"
 )
 
-// needDolt skips a test when dolt is not on PATH (.ci/build-dolt builds one; CI puts it on PATH).
+// needDolt skips a test when dolt is not on PATH, or fails it under CI (.ci/build-dolt builds one; .ci/run puts it
+// on PATH).
 func needDolt(t *testing.T) {
 	t.Helper()
 	if _, err := lookPath("dolt"); err != nil {
-		t.Skip("dolt not found on PATH (bash .ci/build-dolt DIR builds it): the Dolt peers cannot run")
+		testenv.Missing(t, "dolt not found on PATH (bash .ci/build-dolt DIR builds it, and .ci/run puts it on PATH): the Dolt peers cannot run")
 	}
 }
 

@@ -193,10 +193,12 @@ func BenchmarkPointEdit(b *testing.B) {
 						b.Fatal(err)
 					}
 					nodes += int64(len(ch.Nodes))
-					for _, nd := range ch.Nodes {
-						raw += int64(len(nd.Data))
-						stored += int64(len(store.EncodeStored(nd.Data)))
+					st, err := store.NewMem().PutNodes(ctx, ch.Nodes)
+					if err != nil {
+						b.Fatal(err)
 					}
+					raw += st.RawBytes
+					stored += st.StoredBytes
 				}
 				b.ReportAllocs()
 				b.ResetTimer()

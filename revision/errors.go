@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/strata-db/strata/store"
 )
 
 // Sentinel errors. Every error this package returns wraps one of them, so callers map errors with errors.Is; the
 // MCP layer turns each into a stable code in one place.
 var (
-	// ErrNotFound: a path names a member or element that does not exist.
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound: a path names a member or element that does not exist. It is store.ErrNotFound, the one not-found
+	// sentinel of every package (snapshots.ErrNotFound too).
+	ErrNotFound = store.ErrNotFound
 	// ErrInvalidPath: a JSON Pointer is malformed, steps into a scalar, or uses an index that is not a number.
 	ErrInvalidPath = errors.New("invalid path")
 	// ErrInvalidJSON: input is not valid JSON (syntax, invalid UTF-8, duplicate keys, nesting too deep).

@@ -18,7 +18,7 @@ type NodeVisit struct {
 // Walk visits every node reachable from v once, checking the tree's structure on the way: each child sits one
 // level below its parent, is of the matching kind, and holds exactly the element count and JSON size its parent
 // records. skip(h) returning true prunes a subtree already visited (by a walk of another root). Reading a node also
-// verifies its hash (store.DecodeStored), unless it is already in the forest's cache: use a forest without a cache
+// verifies its hash (every store does as it decodes one), unless it is already in the forest's cache: use a forest without a cache
 // (Options.CacheBytes < 0) to verify everything.
 func (f *Forest) Walk(ctx context.Context, v Value, skip func(store.Hash) bool, fn func(NodeVisit) error) error {
 	r := f.reader(ctx)

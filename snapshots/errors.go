@@ -4,13 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/strata-db/strata/store"
 )
 
 // Sentinel errors. Every error this package returns wraps one of them (or one of package revision's), so the MCP
 // and CLI layers map them to stable codes in one place.
 var (
-	// ErrNotFound: a database, resource, branch, snapshot or revision does not exist.
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound: a database, resource, branch, snapshot or revision does not exist. It is store.ErrNotFound, the
+	// one not-found sentinel of every package (revision.ErrNotFound too).
+	ErrNotFound = store.ErrNotFound
 	// ErrInvalidArgument: a name or argument is malformed.
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrConflict: the branch head is not the expected one, or a name is already taken.

@@ -234,11 +234,9 @@ func (im *importer) GetNodes(ctx context.Context, hs []store.Hash) ([][]byte, er
 // lease. The import writes one batch at a time.
 func (im *importer) PutNodes(ctx context.Context, ns []store.Node) (store.PutStats, error) {
 	// Compress outside the transaction (and while the import builds the next batch).
+	store.PrepareNodes(ns)
 	hashes := make([]byte, 0, len(ns)*len(store.Hash{}))
 	for i := range ns {
-		if ns[i].Stored == nil {
-			ns[i].Stored = store.EncodeStored(ns[i].Data)
-		}
 		hashes = append(hashes, ns[i].Hash[:]...)
 	}
 	var st store.PutStats

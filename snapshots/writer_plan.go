@@ -252,11 +252,7 @@ func (p *planner) one(r *request) {
 	}
 	// Compress now, outside the transaction that will store them: it holds the writer lock (and, shared, the
 	// file against other processes) and should do only B+tree work and the commit.
-	for i := range change.Nodes {
-		if change.Nodes[i].Stored == nil {
-			change.Nodes[i].Stored = store.EncodeStored(change.Nodes[i].Data)
-		}
-	}
+	store.PrepareNodes(change.Nodes)
 	if _, err := p.ov.PutNodes(r.ctx, change.Nodes); err != nil {
 		fail(err)
 		return

@@ -410,7 +410,7 @@ func safeRollback(tx *bolt.Tx) {
 }
 
 // GetNodes implements NodeReader. It reads all the nodes in one read transaction, copying their stored bytes out
-// before the transaction ends, and decodes and verifies them (DecodeStored checks each hash) after it, so that the
+// before the transaction ends, and decodes and verifies them (decodeStored checks each hash) after it, so that the
 // transaction stays short.
 func (b *Bolt) GetNodes(ctx context.Context, hashes []Hash) ([][]byte, error) {
 	if err := b.usable(); err != nil {
@@ -447,8 +447,8 @@ func (b *Bolt) GetNodes(ctx context.Context, hashes []Hash) ([][]byte, error) {
 	out := make([][]byte, len(hashes))
 	start := 0
 	for i, h := range hashes {
-		// DecodeStored copies (codecRaw) or decompresses into new memory: results never alias the arena or each other.
-		data, err := DecodeStored(h, arena[start:ends[i]])
+		// decodeStored copies (codecRaw) or decompresses into new memory: results never alias the arena or each other.
+		data, err := decodeStored(h, arena[start:ends[i]])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.path, err)
 		}

@@ -14,11 +14,11 @@ import (
 
 // Catalog buckets (docs/storage.md §4). Created on first write; absent buckets read as empty.
 var (
-	bucketRevs     = []byte("revs")     // BE64(revision) → RevisionRecord JSON; append-only
-	bucketRevTS    = []byte("revts")    // BE64(branch id) ‖ BE64(time) → BE64(revision): each branch's head log
+	bucketRevs     = []byte("revs")     // be64(revision) → RevisionRecord JSON; append-only
+	bucketRevTS    = []byte("revts")    // be64(branch id) ‖ be64(time) → be64(revision): each branch's head log
 	bucketBranches = []byte("branches") // name → BranchRecord JSON
 	bucketLabels   = []byte("labels")   // name → LabelRecord JSON
-	bucketIdem     = []byte("idem")     // idempotency key → BE64(revision)
+	bucketIdem     = []byte("idem")     // idempotency key → be64(revision)
 	bucketKV       = []byte("kv")       // named sub-buckets: plans, approvals, GC state
 )
 
@@ -137,7 +137,7 @@ func (c *boltCat) Revision(n uint64) (RevisionRecord, error) {
 	if bk == nil {
 		return RevisionRecord{}, ErrNotFound
 	}
-	key := BE64(n)
+	key := be64(n)
 	raw := bk.Get(key)
 	if r, ok := c.b.revs.get(n, raw); ok {
 		return r, nil
@@ -174,7 +174,7 @@ func (c *boltCat) Revisions(from uint64, fn func(RevisionRecord) bool) error {
 		return nil
 	}
 	cur := bk.Cursor()
-	k, v := cur.Seek(BE64(from))
+	k, v := cur.Seek(be64(from))
 	if k == nil || binary.BigEndian.Uint64(k) > from {
 		k, v = cur.Prev()
 	}
@@ -231,14 +231,14 @@ func (c *boltCat) Labels() ([]LabelRecord, error) {
 }
 
 // timeKey orders times as unsigned big-endian bytes, pre-1970 included.
-func timeKey(t time.Time) []byte { return BE64(uint64(t.UnixNano()) ^ 1<<63) }
+func timeKey(t time.Time) []byte { return be64(uint64(t.UnixNano()) ^ 1<<63) }
 
 func (c *boltCat) HeadAt(id uint64, at time.Time) (uint64, bool, error) {
 	bk := c.bucket(bucketRevTS)
 	if bk == nil {
 		return 0, false, nil
 	}
-	prefix := BE64(id)
+	prefix := be64(id)
 	cur := bk.Cursor()
 	// The last entry of this branch at or before at: seek just past at, step back.
 	next := append(append([]byte{}, prefix...), timeKey(at.Add(time.Nanosecond))...)
@@ -328,7 +328,7 @@ func (c *boltCat) AddRevision(r RevisionRecord) error {
 	if err != nil {
 		return err
 	}
-	return putJSON(bk, BE64(r.Number), r)
+	return putJSON(bk, be64(r.Number), r)
 }
 
 func (c *boltCat) PutBranch(br BranchRecord) error {
@@ -368,7 +368,7 @@ func (c *boltCat) LogHead(id uint64, at time.Time, rev uint64) error {
 	if err != nil {
 		return err
 	}
-	return bk.Put(append(BE64(id), timeKey(at)...), seal(BE64(rev)))
+	return bk.Put(append(be64(id), timeKey(at)...), seal(be64(rev)))
 }
 
 func (c *boltCat) SetIdempotent(key string, rev uint64) error {
@@ -376,7 +376,7 @@ func (c *boltCat) SetIdempotent(key string, rev uint64) error {
 	if err != nil {
 		return err
 	}
-	return bk.Put([]byte(key), seal(BE64(rev)))
+	return bk.Put([]byte(key), seal(be64(rev)))
 }
 
 func (c *boltCat) wkv(name string) (*bolt.Bucket, error) {
@@ -444,7 +444,7 @@ func (c *boltCat) DeleteRevision(n uint64) error {
 	if err != nil {
 		return err
 	}
-	return bk.Delete(BE64(n))
+	return bk.Delete(be64(n))
 }
 
 // NodeHashes implements NodeLister, in one short read transaction per call.
@@ -491,7 +491,7 @@ func (c *boltCat) GetNodes(hs []Hash) ([][]byte, error) {
 		if v == nil {
 			return nil, &MissingError{Hash: h}
 		}
-		data, err := DecodeStored(h, v)
+		data, err := decodeStored(h, v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.b.path, err)
 		}

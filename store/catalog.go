@@ -123,7 +123,9 @@ type LabelRecord struct {
 	Created  time.Time `json:"created"`
 }
 
-// ErrNotFound is returned for a catalog entry that does not exist.
+// ErrNotFound is returned for a catalog entry that does not exist. It is Strata's one not-found sentinel:
+// revision.ErrNotFound and snapshots.ErrNotFound are this same value, so that errors.Is with any of the three
+// matches a missing path, resource, database, branch, snapshot, revision or catalog entry alike.
 var ErrNotFound = errors.New("not found")
 
 // OutOfOrderError is returned when a revision is added with a number that is not the next one.

@@ -13,8 +13,8 @@ const (
 	codecS2  byte = 1 // S2 block (github.com/klauspost/compress/s2): fast, and 2-3x on typical JSON nodes
 )
 
-// EncodeStored returns the stored form of canonical node bytes.
-func EncodeStored(data []byte) []byte {
+// encodeStored returns the stored form of canonical node bytes.
+func encodeStored(data []byte) []byte {
 	out := make([]byte, 1+s2.MaxEncodedLen(len(data)))
 	enc := s2.Encode(out[1:], data)
 	if len(enc) >= len(data) {
@@ -26,16 +26,28 @@ func EncodeStored(data []byte) []byte {
 	return out[:1+len(enc)]
 }
 
-// storedForm is a node's stored form: the one its caller made ahead of time, or a fresh one.
-func storedForm(n Node) []byte {
-	if n.Stored != nil {
-		return n.Stored
+// PrepareNodes makes the stored (compressed) form of each node in ns that has none yet. A caller about to hand ns
+// to PutNodes inside a write transaction calls it first, outside, so that the transaction, which holds the writer
+// lock (and a shared file against other processes), does only B+tree work and the commit. It is optional: PutNodes
+// makes whatever is missing.
+func PrepareNodes(ns []Node) {
+	for i := range ns {
+		if ns[i].stored == nil {
+			ns[i].stored = encodeStored(ns[i].Data)
+		}
 	}
-	return EncodeStored(n.Data)
 }
 
-// DecodeStored returns the canonical bytes of a stored node and checks them against the node's address.
-func DecodeStored(h Hash, stored []byte) ([]byte, error) {
+// storedForm is a node's stored form: the one PrepareNodes made ahead of time, or a fresh one.
+func storedForm(n Node) []byte {
+	if n.stored != nil {
+		return n.stored
+	}
+	return encodeStored(n.Data)
+}
+
+// decodeStored returns the canonical bytes of a stored node and checks them against the node's address.
+func decodeStored(h Hash, stored []byte) ([]byte, error) {
 	if len(stored) == 0 {
 		return nil, fmt.Errorf("%w: node %s is empty", ErrCorruptNode, h.Short())
 	}

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/strata-db/strata/internal/testenv"
 )
 
 // TestFaultChild is the child of TestIOFaults: it commits numbered records one per transaction and says, for each,
@@ -50,9 +52,7 @@ func TestFaultChild(t *testing.T) {
 // (fail-stop: the kernel may have dropped the dirty pages); after a restart the file opens and holds every
 // acknowledged commit, each whole, and nothing past the failed one.
 func TestIOFaults(t *testing.T) {
-	if _, err := exec.LookPath("strace"); err != nil {
-		t.Skip("strace is not installed (apt-get install strace); .ci/run installs it")
-	}
+	testenv.Tool(t, "strace", "apt-get install -y strace (.ci/run installs it)")
 	cases := []struct{ syscall, errno, when string }{
 		{"fdatasync", "EIO", "3+"}, {"fdatasync", "EIO", "8+"}, {"fdatasync", "EIO", "15+"},
 		{"pwrite64", "EIO", "6+"}, {"pwrite64", "ENOSPC", "10+"}, {"pwrite64", "ENOSPC", "25+"},
@@ -141,9 +141,7 @@ func TestIOFaults(t *testing.T) {
 // TestFileSizeLimit: the file may not grow past a limit (prlimit --fsize, as a full disk would stop it). Commits
 // that need more room fail and are never acknowledged; the file opens afterwards with every acknowledged commit.
 func TestFileSizeLimit(t *testing.T) {
-	if _, err := exec.LookPath("prlimit"); err != nil {
-		t.Skip("prlimit is not installed")
-	}
+	testenv.Tool(t, "prlimit", "apt-get install -y util-linux")
 	path := filepath.Join(t.TempDir(), "limited.strata")
 	b, err := OpenBolt(path, nil)
 	if err != nil {

@@ -26,7 +26,7 @@ func (m *Mem) GetNodes(ctx context.Context, hashes []Hash) ([][]byte, error) {
 		if !ok {
 			return nil, &MissingError{Hash: h}
 		}
-		data, err := DecodeStored(h, stored)
+		data, err := decodeStored(h, stored)
 		if err != nil {
 			return nil, err
 		}

@@ -215,13 +215,13 @@ func (t *memTx) PutNodes(nodes []Node) (PutStats, error) {
 			continue
 		}
 		t.pending[n.Hash] = true
-		if n.Stored == nil {
-			n.Stored = EncodeStored(n.Data) // once: the commit stores this same form
+		if n.stored == nil {
+			n.stored = encodeStored(n.Data) // once: the commit stores this same form
 		}
 		t.nodes = append(t.nodes, n)
 		st.Nodes++
 		st.RawBytes += int64(len(n.Data))
-		st.StoredBytes += int64(len(n.Stored))
+		st.StoredBytes += int64(len(n.stored))
 	}
 	return st, nil
 }
@@ -293,8 +293,8 @@ func (m *MemBackend) NodeHashes(ctx context.Context, after *Hash, limit int) ([]
 	return all[i:min(len(all), i+limit)], nil
 }
 
-// BE64 encodes n big-endian, the key order of revision numbers and times.
-func BE64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+// be64 encodes n big-endian, the key order of revision numbers and times.
+func be64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
 var (
 	_ Backend    = (*MemBackend)(nil)

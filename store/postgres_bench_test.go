@@ -40,8 +40,9 @@ func BenchmarkPostgresCommit(b *testing.B) {
 		nodes := make([]store.Node, 4)
 		for k := range nodes {
 			data := []byte(fmt.Sprintf(`{"i":%d,"k":%d,"pad":"%0*d"}`, i, k, 1000+k*600, 0))
-			nodes[k] = store.Node{Hash: store.HashOf(data), Data: data, Stored: store.EncodeStored(data)}
+			nodes[k] = store.Node{Hash: store.HashOf(data), Data: data}
 		}
+		store.PrepareNodes(nodes)
 		key := fmt.Sprint("key-", i)
 		err := d.Update(ctx, func(tx store.CatalogTx) error {
 			last, err := tx.LastRevision()

@@ -663,7 +663,7 @@ func (c *pgCat) GetNodes(hs []Hash) ([][]byte, error) {
 		if !ok {
 			return nil, &MissingError{Hash: h}
 		}
-		data, err := DecodeStored(h, v)
+		data, err := decodeStored(h, v)
 		if err != nil {
 			return nil, fmt.Errorf("database %q in %s: %w", c.d.name, c.d.p.where, err)
 		}

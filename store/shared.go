@@ -1,5 +1,3 @@
-//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
-
 package store
 
 import (
@@ -8,8 +6,9 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/strata-db/strata/internal/filelock"
 )
 
 // Shared is a Backend over a bbolt file that several processes use in turn: two MCP servers and a CLI command on
@@ -130,12 +129,12 @@ func (s *Shared) acquire() (*Bolt, error) {
 
 func (s *Shared) open() error {
 	// Say that we wait, so that a process holding the file hands it over when its calls drain.
-	_ = syscall.Flock(int(s.wait.Fd()), syscall.LOCK_SH)
+	_ = filelock.Lock(s.wait, false)
 	o := s.opts.Bolt
 	o.SyncFreelist = true
 	o.skipTreeWalk = s.walked
 	b, err := OpenBolt(s.path, &o)
-	_ = syscall.Flock(int(s.wait.Fd()), syscall.LOCK_UN)
+	_ = filelock.Unlock(s.wait)
 	if err != nil {
 		return err
 	}
@@ -146,11 +145,14 @@ func (s *Shared) open() error {
 
 // othersWaiting reports whether another process holds the wait lock.
 func (s *Shared) othersWaiting() bool {
-	err := syscall.Flock(int(s.wait.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if err != nil {
-		return errors.Is(err, syscall.EWOULDBLOCK)
+	free, err := filelock.TryLock(s.wait, true)
+	switch {
+	case err != nil:
+		return false
+	case !free:
+		return true
 	}
-	_ = syscall.Flock(int(s.wait.Fd()), syscall.LOCK_UN)
+	_ = filelock.Unlock(s.wait)
 	return false
 }
 

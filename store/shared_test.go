@@ -29,7 +29,7 @@ func sharedWrites(s *Shared, who string, n int) error {
 			if len(v) == 8 {
 				c = binary.BigEndian.Uint64(v)
 			}
-			if err := tx.Put("test", "counter", BE64(c+1)); err != nil {
+			if err := tx.Put("test", "counter", be64(c+1)); err != nil {
 				return err
 			}
 			return tx.Put("test", fmt.Sprintf("%s-%d", who, i), []byte("x"))

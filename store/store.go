@@ -29,9 +29,9 @@ func (h Hash) Short() string { return hex.EncodeToString(h[:6]) }
 type Node struct {
 	Hash Hash
 	Data []byte // canonical, uncompressed bytes; HashOf(Data) == Hash
-	// Stored, if set, is EncodeStored(Data), made by the caller ahead of time so that a backend need not compress
+	// stored, if set, is encodeStored(Data), made ahead of time by PrepareNodes so that a backend need not compress
 	// inside its write transaction (while it holds the writer lock, and the file against other processes).
-	Stored []byte
+	stored []byte
 }
 
 // PutStats says what a Put added to storage: nodes that were already present are not counted.

@@ -10,14 +10,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-db/strata/internal/testenv"
 )
 
 // TestBenchStopsServersOnSIGTERM: `strata bench` killed with SIGTERM (kill, timeout, a CI runner giving up) stops the
 // PostgreSQL server it started and removes its directory, as it does on Ctrl-C, instead of leaving them behind.
 func TestBenchStopsServersOnSIGTERM(t *testing.T) {
-	if _, err := exec.LookPath("initdb"); err != nil {
-		t.Skip("initdb not on PATH: no PostgreSQL server to leave behind")
-	}
+	testenv.Tool(t, "initdb", "apt-get install -y postgresql, then put /usr/lib/postgresql/VERSION/bin on PATH (.ci/run does); without it there is no PostgreSQL server to leave behind")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

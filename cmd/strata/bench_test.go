@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata/bench"
+	"github.com/strata-db/strata/internal/testenv"
 )
 
 // TestBenchQuick runs `strata bench --quick` as CI does: a smoke test that asserts the output's shape, not speed.
@@ -53,8 +54,15 @@ func TestBenchQuick(t *testing.T) {
 	}
 	systems = systems[1:]
 	for _, s := range bench.Systems {
-		if !contains(systems, s) && !strings.Contains(out, "Skipped: "+s+" (") {
+		skipped := strings.Contains(out, "Skipped: "+s+" (")
+		if !contains(systems, s) && !skipped {
 			t.Errorf("%s is neither measured nor noted as skipped", s)
+		}
+		if skipped && testenv.CI() {
+			// Under CI every peer is installed (.ci/run): one the suite skipped is a peer whose code did not run.
+			_, why, _ := strings.Cut(out, "Skipped: "+s+" (")
+			why, _, _ = strings.Cut(why, ").\n")
+			t.Errorf("the benchmark suite skipped %s (%s), and CI is set: every peer must run in CI (.ci/run installs them)", s, why)
 		}
 	}
 	if len(rows) != len(bench.Metrics) {

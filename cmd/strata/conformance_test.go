@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-db/strata/internal/testenv"
 )
 
 // TestConformanceSuite runs the official MCP conformance suite (@modelcontextprotocol/conformance, a dev dependency
@@ -20,7 +22,7 @@ import (
 // (test_* tools and prompts, test:// resources) cannot pass against a real server; they are listed with a reason in
 // e2e/conformance-expected-failures.txt. The test fails on any other failing scenario, and on any listed scenario that
 // passes, so that the list stays honest. It needs node and npm, and `npm ci --prefix e2e` run beforehand (.ci/run
-// does); without them it skips.
+// does); without them it skips (under CI it fails).
 func TestConformanceSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the MCP conformance suite")
@@ -30,18 +32,16 @@ func TestConformanceSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: skipping the MCP conformance suite (install Node 20+, then npm ci --prefix e2e)", tool)
-		}
+		testenv.Tool(t, tool, "the MCP conformance suite needs Node 20+ and npm (README.md says how), then npm ci --prefix e2e")
 	}
 	if out, err := exec.Command("node", "--version").Output(); err != nil {
-		t.Skipf("node --version: %v: skipping the MCP conformance suite", err)
+		testenv.Missing(t, "node --version: %v: the MCP conformance suite needs Node 20+", err)
 	} else if v := strings.TrimSpace(string(out)); nodeMajor(v) < 20 {
-		t.Skipf("node %s is older than 20: skipping the MCP conformance suite", v)
+		testenv.Missing(t, "node %s is older than 20: the MCP conformance suite needs Node 20+ (README.md says how to get it where Debian offers 18)", v)
 	}
 	suite := filepath.Join(e2e, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
 	if _, err := os.Stat(suite); err != nil {
-		t.Skipf("e2e/node_modules/@modelcontextprotocol/conformance is missing: skipping the MCP conformance suite (run npm ci --prefix e2e)")
+		testenv.Missing(t, "e2e/node_modules/@modelcontextprotocol/conformance is missing: the MCP conformance suite needs it (run npm ci --prefix e2e)")
 	}
 	// Read the test's own files so that go test's result cache notices when they change.
 	for _, f := range []string{"package.json", "package-lock.json", "conformance/node20.mjs", "conformance/fs-hooks.mjs", "conformance/fs-shim.mjs"} {

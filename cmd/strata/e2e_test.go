@@ -9,12 +9,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-db/strata/internal/testenv"
 )
 
 // TestE2ETypeScriptSDK runs e2e/ (Node's test runner) against a freshly built strata binary: the official TypeScript
 // SDK's client over stdio (`strata mcp`) and Streamable HTTP (`strata serve`). It proves, among other things, that the
 // TypeScript SDK accepts every tool schema (it rejects the whole tools/list on a bad one). It needs node and npm, and
-// `npm ci --prefix e2e` run beforehand (.ci/run does); without them it skips.
+// `npm ci --prefix e2e` run beforehand (.ci/run does); without them it skips (under CI it fails).
 func TestE2ETypeScriptSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the TypeScript end-to-end tests")
@@ -24,17 +26,15 @@ func TestE2ETypeScriptSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: skipping the TypeScript SDK end-to-end tests (install Node 20+, then npm ci --prefix e2e)", tool)
-		}
+		testenv.Tool(t, tool, "the TypeScript SDK end-to-end tests need Node 20+ and npm (README.md says how), then npm ci --prefix e2e")
 	}
 	if out, err := exec.Command("node", "--version").Output(); err != nil {
-		t.Skipf("node --version: %v: skipping the TypeScript SDK end-to-end tests", err)
+		testenv.Missing(t, "node --version: %v: the TypeScript SDK end-to-end tests need Node 20+", err)
 	} else if v := strings.TrimSpace(string(out)); nodeMajor(v) < 20 {
-		t.Skipf("node %s is older than 20: skipping the TypeScript SDK end-to-end tests", v)
+		testenv.Missing(t, "node %s is older than 20: the TypeScript SDK end-to-end tests need Node 20+ (README.md says how to get it where Debian offers 18)", v)
 	}
 	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		t.Skipf("e2e/node_modules is missing: skipping the TypeScript SDK end-to-end tests (run npm ci --prefix e2e)")
+		testenv.Missing(t, "e2e/node_modules is missing: the TypeScript SDK end-to-end tests need it (run npm ci --prefix e2e)")
 	}
 	// Read the test's own files so that go test's result cache notices when they change.
 	for _, f := range []string{"package.json", "package-lock.json", "test/run.mjs", "test/strata.test.mjs"} {

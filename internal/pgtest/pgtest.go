@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/strata-db/strata/internal/pgserver"
+	"github.com/strata-db/strata/internal/testenv"
 )
 
 // EnvURL names the variable that points the tests at an existing PostgreSQL.
@@ -37,11 +38,7 @@ var shared struct {
 // Unavailable fails the test under CI, or skips it, saying why PostgreSQL is not there and how to provide it.
 func Unavailable(t testing.TB, why string) {
 	t.Helper()
-	msg := "PostgreSQL is not available: " + why + "; install it (apt-get install -y postgresql) or set " + EnvURL + " to a postgres:// URL"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testenv.Missing(t, "PostgreSQL is not available: %s; install it (apt-get install -y postgresql) or set %s to a postgres:// URL", why, EnvURL)
 }
 
 // base returns the URL of the database to make schemas in, starting the shared server on first use.
