@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/strata-db/strata/internal/safetext"
 )
 
 // Every result is structured content plus one text block: a one-line summary, then the same JSON inside an
@@ -110,22 +112,9 @@ func marshalData(v any) ([]byte, int, error) {
 	return out, n, nil
 }
 
-// invisible reports runes that change how text reads without being seen: zero-width characters, bidirectional
-// embeddings, overrides and isolates, the word joiner family, the byte-order mark, soft hyphens and the Unicode tag
-// block (used to smuggle instructions).
-func invisible(r rune) bool {
-	switch {
-	case r == 0x00AD, r == 0x034F, r == 0x061C, r == 0x115F, r == 0x1160, r == 0x17B4, r == 0x17B5, r == 0x180E,
-		r >= 0x200B && r <= 0x200F,
-		r >= 0x202A && r <= 0x202E,
-		r >= 0x2060 && r <= 0x206F,
-		r == 0x3164, r == 0xFEFF, r == 0xFFA0,
-		r >= 0xFFF9 && r <= 0xFFFB,
-		r >= 0xE0000 && r <= 0xE007F:
-		return true
-	}
-	return false
-}
+// invisible reports runes that change how text reads without being seen (safetext.Invisible: the command line
+// escapes the same set).
+func invisible(r rune) bool { return safetext.Invisible(r) }
 
 // escapeInvisible rewrites invisible runes as JSON \u escapes. In valid JSON such runes can only be inside strings,
 // where an escape means the same character.

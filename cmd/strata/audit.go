@@ -11,11 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
 	"github.com/strata-db/strata/audit"
+	"github.com/strata-db/strata/internal/safetext"
 )
 
 type auditOptions struct {
@@ -229,16 +229,9 @@ func auditText(w io.Writer, g *globalOptions, r io.Reader, f audit.Filter) error
 // msText shows a duration in milliseconds: "1.5ms".
 func msText(ms float64) string { return strconv.FormatFloat(ms, 'f', -1, 64) + "ms" }
 
-// safeText shows a name that came from a client so that it cannot drive the terminal or break the columns:
-// control, format (bidi) and space characters other than ' ' make it print quoted, with escapes.
-func safeText(s string) string {
-	for _, r := range s {
-		if r == unicode.ReplacementChar || !unicode.IsPrint(r) || unicode.Is(unicode.Cf, r) || r == ' ' {
-			return strconv.QuoteToGraphic(s)
-		}
-	}
-	return s
-}
+// safeText shows a name that came from a client so that it cannot drive the terminal or break the columns: a
+// control, format (bidi) or space character makes it print quoted, with escapes (safetext.Field).
+func safeText(s string) string { return safetext.Field(s) }
 
 // csvHeader is the header row of --format csv: the stored member names.
 var csvHeader = []string{"seq", "time", "principal", "client", "transport", "tool", "database", "args_digest",
@@ -266,8 +259,10 @@ func auditCSV(w io.Writer, r io.Reader, f audit.Filter) error {
 	return err
 }
 
-// csvCell defuses a text cell that a spreadsheet would run as a formula (OWASP's CSV injection advice).
+// csvCell makes a text cell's control characters visible (safetext: a CSV file is read on terminals too) and defuses a
+// cell that a spreadsheet would run as a formula (OWASP's CSV injection advice).
 func csvCell(s string) string {
+	s = safetext.Text(s)
 	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
 		return "'" + s
 	}

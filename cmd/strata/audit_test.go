@@ -134,8 +134,8 @@ func TestAuditJSONAndCSV(t *testing.T) {
 	if got := strings.Join(rows[1][:13], ","); got != "2,2026-03-14T07:30:00.000000000Z,ci-bot,,http,write,shop,"+audit.Digest([]byte(`{}`))+",allow,ok,42,,3.5" {
 		t.Errorf("csv row %q", got)
 	}
-	if rows[2][3] != "'=HYPERLINK(\"http://evil\")\x1b[2J" {
-		t.Errorf("a formula in a cell was not defused: %q", rows[2][3])
+	if rows[2][3] != "'=HYPERLINK(\"http://evil\")\\x1b[2J" {
+		t.Errorf("a formula in a cell was not defused, or its ESC not made visible: %q", rows[2][3])
 	}
 	if len(rows[2][14]) != 64 || rows[2][13] != rows[1][14] {
 		t.Errorf("csv chain fields: prev %q hash %q", rows[2][13], rows[2][14])

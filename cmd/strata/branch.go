@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-db/strata/gate"
+	"github.com/strata-db/strata/internal/safetext"
 	"github.com/strata-db/strata/snapshots"
 	"github.com/strata-db/strata/store"
 )
@@ -83,7 +84,7 @@ func listBranches(ctx context.Context, w io.Writer, g *globalOptions, o *branchO
 		tw := table(w)
 		fmt.Fprintln(tw, "BRANCH\tHEAD\tBASE\tCREATED\tBY")
 		for _, b := range bs {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", b.Name, b.Head, b.Base, g.timeText(b.Created), orDash(b.Creator))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", safetext.Field(b.Name), b.Head, b.Base, g.timeText(b.Created), orDash(b.Creator))
 		}
 		return tw.Flush()
 	})

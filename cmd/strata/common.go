@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-db/strata/audit"
 	"github.com/strata-db/strata/gate"
+	"github.com/strata-db/strata/internal/safetext"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 	"github.com/strata-db/strata/store"
@@ -202,7 +203,7 @@ func writeJSONLine(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
+	_, err = w.Write(append(safetext.JSON(b), '\n'))
 	return err
 }
 
@@ -251,7 +252,7 @@ func printWrite(w io.Writer, res *snapshots.Result, what string) error {
 	if len(res.Resources) > 0 {
 		changed = "changed " + strings.Join(res.Resources, ", ")
 	}
-	_, err := fmt.Fprintf(w, "revision %d on %s: %s; %s\n", res.Revision, res.Branch, what, changed)
+	_, err := fmt.Fprintf(w, "revision %d on %s: %s; %s\n", res.Revision, safetext.Text(res.Branch), safetext.Text(what), safetext.Text(changed))
 	return err
 }
 
@@ -300,12 +301,13 @@ func durationText(d time.Duration) string {
 // table starts aligned columns.
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
-// orDash shows an empty field as "-".
+// orDash shows a text field that may be empty, with its control characters made visible (safetext): names,
+// messages and notes come from agents.
 func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return safetext.Text(s)
 }
 
 // colours for diffs on a terminal.

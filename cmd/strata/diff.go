@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/internal/safetext"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -104,7 +105,7 @@ func diff(ctx context.Context, w io.Writer, g *globalOptions, o *diffOptions, db
 		if resource != "" {
 			head = resource + ptr.String() + ": " + head
 		}
-		fmt.Fprintf(w, "%s: %s\n", p.paint(ansiBold, head), countsText(d))
+		fmt.Fprintf(w, "%s: %s\n", p.paint(ansiBold, safetext.Text(head)), countsText(d))
 		more := ""
 		if d.Truncated {
 			more = fmt.Sprintf("… stopped after %d operation%s (--limit)", len(d.Operations), plural(len(d.Operations)))
@@ -156,7 +157,7 @@ func printDiff(w io.Writer, p painter, d *revision.DiffResult, more string) erro
 		default:
 			line = fmt.Sprintf("? %s %s", op.Op, op.Path)
 		}
-		if _, err := fmt.Fprintln(w, p.paint(colour, line)); err != nil {
+		if _, err := fmt.Fprintln(w, p.paint(colour, safetext.Text(line))); err != nil {
 			return err
 		}
 	}

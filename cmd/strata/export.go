@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-db/strata/formats"
+	"github.com/strata-db/strata/internal/safetext"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -65,6 +66,14 @@ func exportResource(ctx context.Context, w io.Writer, g *globalOptions, o *expor
 		v, _, err := db.Get(ctx, ref, resource, nil)
 		if err != nil {
 			return err
+		}
+		// Stored text must not drive a terminal (safetext). JSON is written with such characters as \u escapes
+		// wherever it goes, which every JSON reader reads as the same characters; CSV has no escapes, so it is
+		// changed only on a terminal, and a file or a pipe gets its cells as stored.
+		if o.format != "csv" || g.env.terminal(w) {
+			sw := safetext.NewWriter(w, o.format != "csv")
+			defer sw.Close()
+			w = sw
 		}
 		switch o.format {
 		case "jsonl":

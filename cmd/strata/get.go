@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/internal/safetext"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -97,7 +98,7 @@ func get(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *getOptio
 			}
 			text = buf.Bytes()
 		}
-		if _, err := w.Write(append(text, '\n')); err != nil {
+		if _, err := w.Write(append(safetext.JSON(text), '\n')); err != nil {
 			return err
 		}
 		if rr.HasNext {

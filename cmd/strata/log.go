@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/internal/safetext"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -127,13 +128,13 @@ func resourceList(rs []string) string {
 	if len(rs) == 0 {
 		return "[]"
 	}
-	return "[" + strings.Join(rs, ", ") + "]"
+	return "[" + safetext.Text(strings.Join(rs, ", ")) + "]"
 }
 
-// oneLine keeps a message on one line of a listing.
+// oneLine keeps a message on one line of a listing, with its control characters made visible (safetext).
 func oneLine(s string) string {
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		return s[:i] + " …"
+		return safetext.Text(s[:i]) + " …"
 	}
-	return s
+	return safetext.Text(s)
 }

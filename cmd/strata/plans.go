@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-db/strata/gate"
+	"github.com/strata-db/strata/internal/safetext"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -156,7 +157,7 @@ func listPlans(ctx context.Context, w io.Writer, g *globalOptions, o *plansOptio
 		tw := table(w)
 		fmt.Fprintln(tw, "PLAN\tSTATE\tBY\tTOOL\tCHANGE\tREMOVES\tOVERWRITES\tEXPIRES")
 		for _, p := range shown {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", p.ID, p.State, p.Principal, p.Tool, oneLine(p.Summary),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", safetext.Field(p.ID), p.State, safetext.Field(p.Principal), safetext.Field(p.Tool), oneLine(p.Summary),
 				p.Counts.Removed+p.Counts.Moved, p.Counts.Replaced, g.timeText(p.Expires))
 		}
 		if err := tw.Flush(); err != nil {
@@ -184,18 +185,18 @@ func showPlan(ctx context.Context, w io.Writer, g *globalOptions, o *plansOption
 // printPlan shows a plan for a person to decide on: who asks for what, what it removes and overwrites, its diff.
 func printPlan(w io.Writer, g *globalOptions, p snapshots.Plan, now time.Time) error {
 	pt := g.painter(w)
-	fmt.Fprintf(w, "plan %s  (%s)\n", p.ID, p.StateAt(now))
-	fmt.Fprintf(w, "  asked by   %s, %s\n", p.Principal, g.timeText(p.Created))
-	fmt.Fprintf(w, "  change     %s (tool %s)\n", oneLine(p.Summary), p.Op)
+	fmt.Fprintf(w, "plan %s  (%s)\n", safetext.Field(p.ID), p.StateAt(now))
+	fmt.Fprintf(w, "  asked by   %s, %s\n", safetext.Field(p.Principal), g.timeText(p.Created))
+	fmt.Fprintf(w, "  change     %s (tool %s)\n", oneLine(p.Summary), safetext.Field(p.Op))
 	switch {
 	case p.Branch != "":
-		fmt.Fprintf(w, "  on         branch %s at revision %d; it applies only while that is still the head\n", p.Branch, p.Base)
+		fmt.Fprintf(w, "  on         branch %s at revision %d; it applies only while that is still the head\n", safetext.Field(p.Branch), p.Base)
 	case p.Target != "":
-		fmt.Fprintf(w, "  deletes    %s (at revision %d)\n", p.Target, p.Base)
+		fmt.Fprintf(w, "  deletes    %s (at revision %d)\n", safetext.Field(p.Target), p.Base)
 	}
 	fmt.Fprintf(w, "  expires    %s\n", g.timeText(p.Expires))
 	if p.DecidedBy != "" {
-		fmt.Fprintf(w, "  decided by %s, %s\n", p.DecidedBy, g.timeText(p.Decided))
+		fmt.Fprintf(w, "  decided by %s, %s\n", safetext.Field(p.DecidedBy), g.timeText(p.Decided))
 	}
 	if p.Reason != "" {
 		fmt.Fprintf(w, "  reason     %s\n", oneLine(p.Reason))
@@ -209,7 +210,7 @@ func printPlan(w io.Writer, g *globalOptions, p snapshots.Plan, now time.Time) e
 		}
 		fmt.Fprintf(w, "  %s %d value(s):\n", what, len(paths))
 		for _, path := range paths {
-			fmt.Fprintf(w, "    %s\n", pt.paint(colour, path))
+			fmt.Fprintf(w, "    %s\n", pt.paint(colour, safetext.Text(path)))
 		}
 	}
 	list("removes", p.Removes, ansiRed)
@@ -243,17 +244,17 @@ func decidePlan(ctx context.Context, w io.Writer, g *globalOptions, o *decideOpt
 			return writeJSON(w, planOf(p, db.Now(), false))
 		}
 		if !approve {
-			_, err := fmt.Fprintf(w, "rejected plan %s (%s by %s); it will never apply, and the agent is told why\n", p.ID, oneLine(p.Summary), p.Principal)
+			_, err := fmt.Fprintf(w, "rejected plan %s (%s by %s); it will never apply, and the agent is told why\n", safetext.Field(p.ID), oneLine(p.Summary), safetext.Field(p.Principal))
 			return err
 		}
-		fmt.Fprintf(w, "approved plan %s: %s by %s\n", p.ID, oneLine(p.Summary), p.Principal)
+		fmt.Fprintf(w, "approved plan %s: %s by %s\n", safetext.Field(p.ID), oneLine(p.Summary), safetext.Field(p.Principal))
 		if n := len(p.Removes); n > 0 {
-			fmt.Fprintf(w, "  it removes %d value(s), first %s\n", n, p.Removes[0])
+			fmt.Fprintf(w, "  it removes %d value(s), first %s\n", n, safetext.Text(p.Removes[0]))
 		}
 		if n := len(p.Overwrites); n > 0 {
-			fmt.Fprintf(w, "  it overwrites %d value(s), first %s\n", n, p.Overwrites[0])
+			fmt.Fprintf(w, "  it overwrites %d value(s), first %s\n", n, safetext.Text(p.Overwrites[0]))
 		}
-		_, err = fmt.Fprintf(w, "nothing is written until %s applies it (apply_plan), before %s\n", p.Principal, g.timeText(p.Expires))
+		_, err = fmt.Fprintf(w, "nothing is written until %s applies it (apply_plan), before %s\n", safetext.Field(p.Principal), g.timeText(p.Expires))
 		return err
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-db/strata/gate"
+	"github.com/strata-db/strata/internal/safetext"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -72,7 +73,7 @@ func promote(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *prom
 					}
 				} else {
 					for _, c := range res.Conflicts {
-						fmt.Fprintf(stderr, "conflict: %s\n", c)
+						fmt.Fprintf(stderr, "conflict: %s\n", safetext.Text(c.String()))
 					}
 				}
 			}

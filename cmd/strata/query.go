@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/internal/safetext"
 	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -128,7 +129,7 @@ func runQuery(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *que
 					}
 					text = buf.Bytes()
 				}
-				if _, err := w.Write(append(text, '\n')); err != nil {
+				if _, err := w.Write(append(safetext.JSON(text), '\n')); err != nil {
 					return err
 				}
 			}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/strata-db/strata/internal/safetext"
 )
 
 // environment is what a command line runs in: the process's own, or a test's. Nothing else reaches outside.
@@ -103,7 +105,7 @@ func runIn(e *environment, args []string, stdin io.Reader, stdout, stderr io.Wri
 		// wrong number of arguments.
 		ec = &cliError{code: exitUsage, err: err, usage: true}
 	}
-	fmt.Fprintf(stderr, "strata: %v\n", err)
+	fmt.Fprintf(stderr, "strata: %s\n", safetext.Lines(err.Error())) // errors quote names and values agents chose
 	var ce *cliError
 	if errors.As(ec, &ce) && ce.usage && cmd != nil {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())

@@ -23,6 +23,12 @@ type agent struct {
 
 func startAgent(t *testing.T, s *session, flags ...string) *agent {
 	t.Helper()
+	return startAgentAs(t, s, &mcpsdk.Implementation{Name: "agent", Version: "1"}, flags...)
+}
+
+// startAgentAs is startAgent with the client's name and version.
+func startAgentAs(t *testing.T, s *session, client *mcpsdk.Implementation, flags ...string) *agent {
+	t.Helper()
 	clientIn, serverOut := io.Pipe()
 	serverIn, clientOut := io.Pipe()
 	a := &agent{t: t, done: make(chan int, 1), out: clientOut}
@@ -34,7 +40,7 @@ func startAgent(t *testing.T, s *session, flags ...string) *agent {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	a.ctx = ctx
-	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "agent", Version: "1"}, nil).
+	cs, err := mcpsdk.NewClient(client, nil).
 		Connect(ctx, &mcpsdk.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/internal/safetext"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -70,7 +71,7 @@ func showRevision(ctx context.Context, w io.Writer, g *globalOptions, o *showOpt
 		}
 		j := revisionOf(r)
 		tw := table(w)
-		fmt.Fprintf(tw, "revision\t%d on %s\n", j.Revision, j.Branch)
+		fmt.Fprintf(tw, "revision\t%d on %s\n", j.Revision, safetext.Text(j.Branch))
 		switch {
 		case j.Merged != 0:
 			fmt.Fprintf(tw, "parents\t%d, %d (merged)\n", j.Parent, j.Merged)
@@ -80,7 +81,7 @@ func showRevision(ctx context.Context, w io.Writer, g *globalOptions, o *showOpt
 		fmt.Fprintf(tw, "time\t%s\n", g.timeText(j.Time))
 		fmt.Fprintf(tw, "author\t%s\n", orDash(j.Author))
 		fmt.Fprintf(tw, "tool\t%s\n", orDash(j.Tool))
-		fmt.Fprintf(tw, "message\t%s\n", orDash(j.Message))
+		fmt.Fprintf(tw, "message\t%s\n", orDash(j.Message)) // orDash escapes a newline too: the message stays on its row
 		fmt.Fprintf(tw, "changed\t%s\n", resourceList(j.Resources))
 		fmt.Fprintf(tw, "stored\t%d new node%s, %s\n", r.NewNodes, plural(r.NewNodes), byteSize(r.NewBytes))
 		fmt.Fprintf(tw, "change\t%s\n", countsText(d.Diff))

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-db/strata/gate"
+	"github.com/strata-db/strata/internal/safetext"
 	"github.com/strata-db/strata/snapshots"
 	"github.com/strata-db/strata/store"
 )
@@ -89,7 +90,7 @@ func listSnapshots(ctx context.Context, w io.Writer, g *globalOptions, o *snapsh
 		tw := table(w)
 		fmt.Fprintln(tw, "SNAPSHOT\tREVISION\tCREATED\tBY\tNOTE")
 		for _, l := range ls {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", l.Name, l.Revision, g.timeText(l.Created), orDash(l.Creator), orDash(oneLine(l.Note)))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", safetext.Field(l.Name), l.Revision, g.timeText(l.Created), orDash(l.Creator), oneLine(orDash(l.Note)))
 		}
 		return tw.Flush()
 	})

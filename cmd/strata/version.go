@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/strata-db/strata/internal/safetext"
 )
 
 // devVersion is the version of a build from a checkout.
@@ -73,11 +75,17 @@ func printVersion(w io.Writer, o *versionOptions) error {
 }
 
 // writeJSON writes v as indented JSON, the --json output of every command.
+// Characters that could drive a terminal are \u escapes in it (safetext.JSON), which any JSON reader reads the same.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(safetext.JSON(b.Bytes()))
+	return err
 }
 
 // marshalCompact returns v as compact JSON, without escaping <, > and & (the output is not HTML).
