@@ -64,6 +64,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/strata-db/strata/internal/filelock"
+	"github.com/strata-db/strata/internal/nofollow"
 )
 
 // FileName is the audit log's name inside a data directory.
@@ -295,7 +296,8 @@ func Open(path string) (*Log, error) {
 }
 
 func openFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	// nofollow: a symbolic link in place of the log is refused, dangling or not, and cannot be swapped in.
+	f, err := nofollow.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
 		// A new file: make its mode exactly 0600 whatever the umask, and its directory entry durable.
 		if err = f.Chmod(0o600); err == nil {
@@ -310,7 +312,7 @@ func openFile(path string) (*os.File, error) {
 	if !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	f, err = nofollow.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}

@@ -163,7 +163,7 @@ func errorFor(err error) *toolError {
 // fileFault reports an error about a database's file (damaged, of another format, in use, stopped after an I/O
 // failure), whose message names a path on the server.
 func fileFault(err error) bool {
-	for _, s := range []error{store.ErrBadFile, store.ErrFormat, store.ErrFailStop, store.ErrLocked, store.ErrCorruptNode, store.ErrNodeMissing} {
+	for _, s := range []error{store.ErrBadFile, store.ErrFormat, store.ErrFailStop, store.ErrLocked, store.ErrCorruptNode, store.ErrNodeMissing, store.ErrSymlink} {
 		if errors.Is(err, s) {
 			return true
 		}

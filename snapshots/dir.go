@@ -68,9 +68,12 @@ func OpenDir(path string, opts *DirOptions) (*Dir, error) {
 		so := o.Shared
 		o.Backend = func(p string, create bool) (store.Backend, error) {
 			if !create {
-				fi, err := os.Stat(p)
+				fi, err := os.Lstat(p)
 				if err != nil {
 					return nil, err
+				}
+				if fi.Mode()&os.ModeSymlink != 0 {
+					return nil, fmt.Errorf("database file %s %w", p, store.ErrSymlink)
 				}
 				if fi.Size() == 0 {
 					// bbolt would make a new, empty database in it: the history would be silently gone.

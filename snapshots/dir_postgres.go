@@ -45,7 +45,10 @@ func (d *Dir) createBackend(ctx context.Context, name string) (store.Backend, er
 		return be, nil
 	}
 	p := d.file(name)
-	if _, err := os.Stat(p); err == nil {
+	if fi, err := os.Lstat(p); err == nil {
+		if fi.Mode()&os.ModeSymlink != 0 { // a link, dangling or not, would make bbolt create or use its target
+			return nil, fmt.Errorf("database file %s %w", p, store.ErrSymlink)
+		}
 		return nil, taken
 	}
 	return d.opts.Backend(p, true)

@@ -14,6 +14,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/strata-db/strata/internal/nofollow"
 )
 
 // The on-disk backend: one bbolt file per database (docs/storage.md §4).
@@ -52,6 +54,10 @@ var ErrLocked = errors.New("database file is in use")
 // ErrBadFile is returned by OpenBolt for a file that is not a usable Strata database: not a bbolt file, truncated,
 // with a damaged meta page, or a bbolt file of some other program.
 var ErrBadFile = errors.New("not a usable strata database file")
+
+// ErrSymlink matches the error for a database file that is a symbolic link: it is refused, never followed
+// (internal/nofollow).
+var ErrSymlink = nofollow.ErrSymlink
 
 // ErrFormat is returned by OpenBolt for a Strata database of a format version this build does not read.
 var ErrFormat = errors.New("unsupported strata database format")
@@ -135,7 +141,7 @@ func OpenBolt(path string, opts *BoltOptions) (b *Bolt, err error) {
 	}
 	openFile := o.openFile
 	if openFile == nil {
-		openFile = os.OpenFile
+		openFile = nofollow.OpenFile // a link swapped in after checkBoltFile is refused by the open itself
 	}
 	var opened *os.File
 	bo.OpenFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {

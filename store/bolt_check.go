@@ -11,6 +11,8 @@ import (
 	"os"
 	"runtime/debug"
 	"time"
+
+	"github.com/strata-db/strata/internal/nofollow"
 )
 
 // Checking a file before bbolt maps it (docs/storage.md §10, docs/security.md T5). bbolt validates its meta pages, but then
@@ -114,7 +116,7 @@ func readAt(f *os.File, off int64, n int) ([]byte, error) {
 // checkBoltFile refuses a file at path that bbolt must not be given. A missing or empty file is fine: bbolt creates
 // the database in it.
 func checkBoltFile(path string, timeout time.Duration, allowRollback, skipWalk bool) error {
-	f, err := os.Open(path)
+	f, err := nofollow.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata/internal/filelock"
+	"github.com/strata-db/strata/internal/nofollow"
 )
 
 // Shared is a Backend over a bbolt file that several processes use in turn: two MCP servers and a CLI command on
@@ -80,7 +81,7 @@ func OpenShared(path string, opts *SharedOptions) (*Shared, error) {
 	if o.MaxHold <= 0 {
 		o.MaxHold = 100 * time.Millisecond
 	}
-	w, err := os.OpenFile(path+"-wait", os.O_RDWR|os.O_CREATE, 0o600)
+	w, err := nofollow.OpenFile(path+"-wait", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path+"-wait", err)
 	}
