@@ -44,6 +44,13 @@ type DB struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	closed  bool
+
+	// Schemas (schema.go): the set last loaded from the catalog, and the values known to satisfy them.
+	schemaMu sync.Mutex
+	schemas  *schemaSet
+	valid    validCache
+	// schemaNoMemory makes every check start from nothing known valid (tests and benchmarks of whole checks).
+	schemaNoMemory bool
 }
 
 // Open opens a database on a backend, creating its first revision (an empty root on branch main) if the backend
