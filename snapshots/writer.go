@@ -301,7 +301,7 @@ type planned struct {
 	rec    store.RevisionRecord // the new revision, or for a no-op the head it leaves as it is
 	nodes  []store.Node
 	branch store.BranchRecord
-	noop   bool // the write changes nothing: no revision, but its idempotency key is recorded
+	noop   bool         // the write changes nothing: no revision, but its idempotency key is recorded
 	marks  []schemaMark // values found valid against their schemas, remembered with the revision
 }
 
