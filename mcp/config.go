@@ -128,7 +128,7 @@ Work safely:
 3. Diff: show the change with diff (from_branch=main, to_branch=NAME) before anything reaches a protected branch.
 4. Promote: promote the branch into main when the change is right. A change to a protected branch (main by default) may need a person's confirmation: you then get a plan (plan_id, a preview of the change, what it removes and overwrites) and nothing is written. Call apply_plan with the plan_id: the user is asked to confirm through your client when it can ask, or a person approves the plan out of band; until then apply_plan answers CONFIRMATION_REQUIRED. Never try to get around a refusal: DENIED means the operator disabled it.
 
-Any earlier state can be read (revision, snapshot, or branch with at), compared (diff), restored (restore) or returned to (revert).
+Any earlier state can be read (revision, snapshot, or branch with at), compared (diff), restored (restore) or returned to (revert). A resource may have a JSON Schema (resource_info shows it): a write that breaks it is refused with SCHEMA_VIOLATION.
 
 Resources show the same answers as the read tools: strata://databases, strata://DB/resources, strata://DB/RESOURCE (head of main), strata://DB/RESOURCE/rev/N, strata://DB/log, strata://DB/branches and strata://DB/snapshots. Subscribe to one to be notified when a commit changes it (strata://DB/log: every commit). The prompts explore, time_travel, safe_change, analyze_changes and find_regression walk through common tasks.
 

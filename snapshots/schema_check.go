@@ -34,14 +34,18 @@ import (
 //     elements: a pass over the array, elements are not validated) and contains (only the removed and added
 //     elements are matched, unless a match was lost or maxContains is set: then every element).
 //
-// A schema with a keyword whose result depends on the whole value in a way that cannot be split — not, anyOf,
+// A value smaller than wholeBelow (4 KiB of JSON) is checked whole by the library, as any scalar is. A schema with
+// a keyword whose result depends on the whole value in a way that cannot be split — not, anyOf,
 // oneOf, if/then/else, unevaluatedProperties, unevaluatedItems, const, enum and format (on an object or array) — is
-// applied by the library to the whole of b at that place (materialised), and so is any schema at a scalar. A
-// schema that uses $dynamicRef anywhere is always applied whole, at the root. The library
+// applied by the library to the whole of b at that place (materialised). A schema that uses $dynamicRef anywhere is always applied whole, at the root. The library
 // (github.com/santhosh-tekuri/jsonschema/v6) judges everything that is not split; a differential test holds the
 // two ways of checking to the same verdict (schema_check_test.go).
 
 var printer = message.NewPrinter(language.English)
+
+// wholeBelow is the size (as JSON) under which a value is checked whole by the library, changed or not: splitting
+// the check of a small value costs more than it saves. Tests set it to 0 to split everything.
+var wholeBelow uint64 = 4096
 
 // collector counts violations and keeps the first MaxViolations in path order.
 type collector struct {
@@ -160,7 +164,7 @@ func (c *checker) check(s *jsonschema.Schema, a, b revision.Value, p revision.Po
 		return nil
 	}
 	k := b.Kind()
-	if (k != revision.Object && k != revision.Array) || needsWhole(s) {
+	if (k != revision.Object && k != revision.Array) || b.Size() <= wholeBelow || needsWhole(s) {
 		return c.lib(s, b, p)
 	}
 	if s.Types != nil && !s.Types.IsEmpty() {

@@ -195,12 +195,11 @@ func schemaDocText(t testing.TB, v any) []byte {
 }
 
 func TestSchemaCheckerDifferential(t *testing.T) {
-	ctx := context.Background()
 	seed := int64(1)
 	if s := os.Getenv("STRATA_SEED"); s != "" {
 		seed, _ = strconv.ParseInt(s, 10, 64)
 	}
-	rounds := 60
+	rounds := 40
 	if os.Getenv("STRATA_LONG") != "" {
 		rounds = 2000
 	}
@@ -212,69 +211,81 @@ func TestSchemaCheckerDifferential(t *testing.T) {
 			}
 		}
 	}) {
-		t.Run(name, func(t *testing.T) {
-			cs, err := compileSchema("r", []byte(differentialSchemas[name]))
-			if err != nil {
-				t.Fatal(err)
+		for _, split := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/split=%v", name, split), func(t *testing.T) {
+				if split {
+					// Split every check down to the scalars, so that the split keywords are tried on small values too.
+					defer func(w uint64) { wholeBelow = w }(wholeBelow)
+					wholeBelow = 0
+				}
+				differential(t, f, name, seed, rounds)
+			})
+		}
+	}
+}
+
+func differential(t *testing.T, f *revision.Forest, name string, seed int64, rounds int) {
+	ctx := context.Background()
+	cs, err := compileSchema("r", []byte(differentialSchemas[name]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := docGen{rand.New(rand.NewSource(seed))}
+	verdict := func(a, b revision.Value) (bool, []Violation) {
+		ch := newChecker(ctx, f)
+		if err := ch.run(cs, a, b); err != nil {
+			t.Fatal(err)
+		}
+		return ch.out.count == 0, ch.out.kept
+	}
+	importDoc := func(v any) (revision.Value, any) {
+		text := schemaDocText(t, v)
+		val, _, err := f.ImportBytes(ctx, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := f.Materialize(ctx, val)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return val, doc
+	}
+	var valid, edits, editsValid, editsInvalid int
+	for round := 0; round < rounds; round++ {
+		docA := g.doc()
+		va, ma := importDoc(docA)
+		want := safeValidate(cs.root, ma) == nil
+		if got, vs := verdict(revision.Value{}, va); got != want {
+			t.Fatalf("round %d: whole check says valid=%v, the library %v (violations %+v) on\n%s", round, got, want, vs, schemaDocText(t, docA))
+		}
+		if !want {
+			continue
+		}
+		valid++
+		for e := 0; e < 6; e++ {
+			docB := g.edit(docA, 0)
+			vb, mb := importDoc(docB)
+			want := safeValidate(cs.root, mb) == nil
+			got, vs := verdict(va, vb)
+			if got != want {
+				t.Fatalf("round %d edit %d: incremental check says valid=%v, the library %v (violations %+v)\nfrom %s\n  to %s",
+					round, e, got, want, vs, schemaDocText(t, docA), schemaDocText(t, docB))
 			}
-			g := docGen{rand.New(rand.NewSource(seed))}
-			verdict := func(a, b revision.Value) (bool, []Violation) {
-				ch := newChecker(ctx, f)
-				if err := ch.run(cs, a, b); err != nil {
-					t.Fatal(err)
-				}
-				return ch.out.count == 0, ch.out.kept
+			if whole, _ := verdict(revision.Value{}, vb); whole != want {
+				t.Fatalf("round %d edit %d: whole check says valid=%v, the library %v on %s", round, e, whole, want, schemaDocText(t, docB))
 			}
-			importDoc := func(v any) (revision.Value, any) {
-				text := schemaDocText(t, v)
-				val, _, err := f.ImportBytes(ctx, text)
-				if err != nil {
-					t.Fatal(err)
-				}
-				doc, err := f.Materialize(ctx, val)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return val, doc
+			edits++
+			if want {
+				editsValid++
+				docA, va = docB, vb // go on from the new valid document
+			} else {
+				editsInvalid++
 			}
-			var valid, edits, editsValid, editsInvalid int
-			for round := 0; round < rounds; round++ {
-				docA := g.doc()
-				va, ma := importDoc(docA)
-				want := safeValidate(cs.root, ma) == nil
-				if got, vs := verdict(revision.Value{}, va); got != want {
-					t.Fatalf("round %d: whole check says valid=%v, the library %v (violations %+v) on\n%s", round, got, want, vs, schemaDocText(t, docA))
-				}
-				if !want {
-					continue
-				}
-				valid++
-				for e := 0; e < 6; e++ {
-					docB := g.edit(docA, 0)
-					vb, mb := importDoc(docB)
-					want := safeValidate(cs.root, mb) == nil
-					got, vs := verdict(va, vb)
-					if got != want {
-						t.Fatalf("round %d edit %d: incremental check says valid=%v, the library %v (violations %+v)\nfrom %s\n  to %s",
-							round, e, got, want, vs, schemaDocText(t, docA), schemaDocText(t, docB))
-					}
-					if whole, _ := verdict(revision.Value{}, vb); whole != want {
-						t.Fatalf("round %d edit %d: whole check says valid=%v, the library %v on %s", round, e, whole, want, schemaDocText(t, docB))
-					}
-					edits++
-					if want {
-						editsValid++
-						docA, va = docB, vb // go on from the new valid document
-					} else {
-						editsInvalid++
-					}
-				}
-			}
-			t.Logf("%d valid documents, %d edits (%d valid, %d invalid)", valid, edits, editsValid, editsInvalid)
-			if valid < rounds/20 || editsValid == 0 || editsInvalid == 0 {
-				t.Fatalf("the generator covers this schema poorly: %d valid documents, %d valid and %d invalid edits", valid, editsValid, editsInvalid)
-			}
-		})
+		}
+	}
+	t.Logf("%d valid documents, %d edits (%d valid, %d invalid)", valid, edits, editsValid, editsInvalid)
+	if valid < rounds/20 || editsValid == 0 || editsInvalid == 0 {
+		t.Fatalf("the generator covers this schema poorly: %d valid documents, %d valid and %d invalid edits", valid, editsValid, editsInvalid)
 	}
 }
 
