@@ -71,7 +71,9 @@ func TestSchemaViolationEveryWriteTool(t *testing.T) {
 		t.Fatal("the schema is configuration: it applies whatever state is read")
 	}
 
-	w := func(_, rest string) string { return fmt.Sprintf(`{"database":"shop","resource":"cat","branch":"work",%s}`, rest) }
+	w := func(_, rest string) string {
+		return fmt.Sprintf(`{"database":"shop","resource":"cat","branch":"work",%s}`, rest)
+	}
 	h.refused("work", "put", w("put", `"value":{"items":[{"sku":"a"}]}`), "/items/0", "required")
 	h.ok("put", w("put", `"value":{"items":[{"sku":"a","price":2}],"note":"n"}`))
 	h.refused("work", "patch", w("patch", `"operations":[{"op":"replace","path":"/items/0/price","value":"x"}]`), "/items/0/price", "type")
