@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-db/strata/revision"
@@ -51,6 +52,7 @@ type DB struct {
 	valid    validCache
 	// schemaNoMemory makes every check start from nothing known valid (tests and benchmarks of whole checks).
 	schemaNoMemory bool
+	wholeChecks    atomic.Int64 // writes checked whole (nothing known valid about the value replaced), for tests
 }
 
 // Open opens a database on a backend, creating its first revision (an empty root on branch main) if the backend

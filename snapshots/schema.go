@@ -724,6 +724,9 @@ func (db *DB) checkValue(ctx context.Context, f *revision.Forest, cs *compiledSc
 			}
 		}
 	}
+	if !a.IsValid() {
+		db.wholeChecks.Add(1)
+	}
 	ch := newChecker(ctx, f)
 	if err := ch.run(cs, a, b); err != nil {
 		return err

@@ -194,3 +194,42 @@ func TestSchemaRefusals(t *testing.T) {
 	schemaErr(t, err, "/1", "type")
 	must(db.Put(ctx, "r", []byte(`[1, 2.5]`), WriteOptions{}))
 }
+
+// TestSchemaCheckIncrementalAcrossProcesses: the value a write replaces is known valid to a process that never
+// checked it (another process's CLI, a restart), through the catalog's mark, so its first write is checked
+// incrementally; a branch made from a state older than the schema is not, and its writes are checked whole, so an
+// old fault anywhere in the resource still refuses them.
+func TestSchemaCheckIncrementalAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/db" + Ext
+	open := func() *DB {
+		be, err := store.OpenBolt(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := Open(ctx, be, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	db := open()
+	must(db.Put(ctx, "cat", []byte(`{"items":[{"sku":"a","price":"old"}]}`), WriteOptions{}))
+	must(db.Put(ctx, "cat", []byte(`{"items":[{"sku":"a","price":1}]}`), WriteOptions{}))
+	must(db.SetSchema(ctx, "cat", []byte(catalogSchema), "operator"))
+	db.Close()
+
+	db = open()
+	defer db.Close()
+	must(db.Patch(ctx, "cat", ops(t, `[{"op":"replace","path":"/items/0/price","value":2}]`), WriteOptions{}))
+	must(db.Patch(ctx, "cat", ops(t, `[{"op":"replace","path":"/items/0/price","value":3}]`), WriteOptions{}))
+	if n := db.wholeChecks.Load(); n != 0 {
+		t.Fatalf("%d write(s) were checked whole after a reopen; the catalog's mark should have made them incremental", n)
+	}
+	must(db.CreateBranch(ctx, "old", Ref{Revision: 2}, "agent")) // the state before the fix: invalid
+	_, err := db.Patch(ctx, "cat", ops(t, `[{"op":"add","path":"/owner","value":"me"}]`), WriteOptions{Branch: "old"})
+	schemaErr(t, err, "/items/0/price", "type")
+	if n := db.wholeChecks.Load(); n != 1 {
+		t.Fatalf("the write on a branch from before the schema was checked whole %d times, want 1", n)
+	}
+}
