@@ -287,12 +287,6 @@ func subschemas(s *jsonschema.Schema) []*jsonschema.Schema {
 	return out
 }
 
-// CheckSchema reports whether a schema's JSON text is one Strata accepts, without setting it.
-func CheckSchema(raw []byte) error {
-	_, err := compileSchema("resource", raw)
-	return err
-}
-
 // loadSchemas returns the schemas as the catalog holds them now, compiling only what changed since the last load.
 func (db *DB) loadSchemas(c store.CatalogReader) (*schemaSet, error) {
 	v, _, err := c.Get(schemaStateBucket, schemaVersionKey)
