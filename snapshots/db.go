@@ -51,7 +51,7 @@ type DB struct {
 	schemas  *schemaSet
 	valid    validCache
 	// schemaNoMemory makes every check start from nothing known valid (tests and benchmarks of whole checks).
-	schemaNoMemory bool
+	schemaNoMemory atomic.Bool
 	wholeChecks    atomic.Int64 // writes checked whole (nothing known valid about the value replaced), for tests
 }
 

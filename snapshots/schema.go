@@ -639,7 +639,7 @@ func (c *validCache) add(digest string, v revision.Value) {
 }
 
 func (db *DB) rememberValid(digest string, v revision.Value) {
-	if !db.schemaNoMemory {
+	if !db.schemaNoMemory.Load() {
 		db.valid.add(digest, v)
 	}
 }
@@ -647,7 +647,7 @@ func (db *DB) rememberValid(digest string, v revision.Value) {
 // knownValid reports whether v is known to satisfy cs: found valid before in this process, or remembered in the
 // catalog as the value last found valid for the resource on branch.
 func (db *DB) knownValid(ctx context.Context, cs *compiledSchema, branch string, v revision.Value) (bool, error) {
-	if db.schemaNoMemory {
+	if db.schemaNoMemory.Load() {
 		return false, nil
 	}
 	if db.valid.has(cs.rec.Digest, v) {
@@ -700,7 +700,7 @@ func (db *DB) checkWrite(ctx context.Context, f *revision.Forest, set *schemaSet
 // checkValue checks one resource's new value b against its schema; the old value is read from oldRoot.
 func (db *DB) checkValue(ctx context.Context, f *revision.Forest, cs *compiledSchema, branch string, oldRoot, b revision.Value) error {
 	// (Only the cache can know b: the catalog's mark is of the value b replaces.)
-	if !db.schemaNoMemory && db.valid.has(cs.rec.Digest, b) {
+	if !db.schemaNoMemory.Load() && db.valid.has(cs.rec.Digest, b) {
 		return nil
 	}
 	a := revision.Value{}

@@ -59,8 +59,8 @@ func BenchmarkSchemaCommit(b *testing.B) {
 			b.ReportMetric(float64((schema / time.Duration(b.N)).Microseconds()), "schema-µs")
 			b.ReportMetric(float64(schema)/float64(none), "x-none")
 		})
-		s.db.schemaNoMemory = true
-		defer func() { s.db.schemaNoMemory = false }()
+		s.db.schemaNoMemory.Store(true)
+		defer s.db.schemaNoMemory.Store(false)
 		b.Run("whole", func(b *testing.B) {
 			var whole time.Duration
 			for i := 0; i < b.N; i++ {
