@@ -91,3 +91,32 @@ func (v *View) Check(ctx context.Context, progress func(done, total uint64)) (*s
 	}
 	return v.db.Check(ctx, progress)
 }
+
+// SetSchema sets the JSON Schema that guards a resource (snapshots.DB.SetSchema: refused while any branch head
+// breaks it). Schemas are the operator's configuration: no agent sets one.
+func (v *View) SetSchema(ctx context.Context, resource string, text []byte) (snapshots.SchemaRecord, error) {
+	if err := v.schemaChange(ctx, "setting a schema"); err != nil {
+		return snapshots.SchemaRecord{}, err
+	}
+	return v.db.SetSchema(ctx, resource, text, v.a.p.Name)
+}
+
+// RemoveSchema removes a resource's schema (the operator's, as SetSchema).
+func (v *View) RemoveSchema(ctx context.Context, resource string) (snapshots.SchemaRecord, error) {
+	if err := v.schemaChange(ctx, "removing a schema"); err != nil {
+		return snapshots.SchemaRecord{}, err
+	}
+	return v.db.RemoveSchema(ctx, resource, v.a.p.Name)
+}
+
+func (v *View) schemaChange(ctx context.Context, what string) error {
+	if err := v.a.g.checkAudit(); err != nil {
+		return err
+	}
+	if !v.a.p.Operator {
+		recordDecision(ctx, Deny)
+		return denied(what)
+	}
+	recordDecision(ctx, Allow)
+	return nil
+}

@@ -25,12 +25,14 @@ const (
 	CodeQueryError           = "QUERY_ERROR"
 	CodeQueryTimeout         = "QUERY_TIMEOUT"
 	CodeLimitExceeded        = "LIMIT_EXCEEDED"
+	CodeSchemaViolation      = "SCHEMA_VIOLATION"
 	CodeUnavailable          = "UNAVAILABLE"
 )
 
 // Codes lists every code, in name order.
 var Codes = []string{CodeConfirmationRequired, CodeConflict, CodeDenied, CodeInvalidArgument, CodeInvalidPath,
-	CodeLimitExceeded, CodeNotFound, CodePlanChanged, CodePlanExpired, CodeQueryError, CodeQueryTimeout, CodeUnavailable}
+	CodeLimitExceeded, CodeNotFound, CodePlanChanged, CodePlanExpired, CodeQueryError, CodeQueryTimeout, CodeSchemaViolation,
+	CodeUnavailable}
 
 // Sentinels of the gate's own refusals.
 var (
@@ -88,6 +90,8 @@ func Code(err error) string {
 		return ""
 	case errors.As(err, &c):
 		return c.Code()
+	case errors.Is(err, snapshots.ErrSchemaViolation):
+		return CodeSchemaViolation
 	case errors.Is(err, snapshots.ErrPlanChanged):
 		return CodePlanChanged
 	case errors.Is(err, snapshots.ErrPlanExpired):

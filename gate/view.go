@@ -279,6 +279,15 @@ func (v *View) Get(ctx context.Context, st snapshots.State, resource string) (re
 	return val, &cp
 }
 
+// Schema returns the schema the operator set for a resource the principal may see (ok false: it has none). A hidden
+// resource answers as one without a schema.
+func (v *View) Schema(ctx context.Context, resource string) (rec snapshots.SchemaRecord, ok bool, err error) {
+	if v.a.limited() && !v.a.resPermitted(resource) {
+		return rec, false, nil
+	}
+	return v.db.Schema(ctx, resource)
+}
+
 // noResource is a resource name no database holds (it is not a valid name): a history filtered by it walks the
 // whole branch and finds nothing, as a filter by a missing resource does.
 const noResource = "\x00hidden"

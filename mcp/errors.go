@@ -27,6 +27,7 @@ const (
 	codeQueryError           = gate.CodeQueryError
 	codeQueryTimeout         = gate.CodeQueryTimeout
 	codeLimitExceeded        = gate.CodeLimitExceeded
+	codeSchemaViolation      = gate.CodeSchemaViolation
 	codeUnavailable          = gate.CodeUnavailable
 )
 
@@ -44,6 +45,16 @@ type toolError struct {
 	// Detail is the jq error itself: it may quote stored data, so it travels only inside the untrusted-data
 	// boundary, never in the message line.
 	Detail string `json:"detail,omitempty"`
+	// Violations (SCHEMA_VIOLATION) hold paths and messages that may quote stored data: inside the boundary only.
+	Violations     []violationJSON `json:"violations,omitempty"`
+	ViolationCount int             `json:"violation_count,omitempty"`
+}
+
+// violationJSON is one way a write would fail its resource's schema.
+type violationJSON struct {
+	Path    string `json:"path"`
+	Keyword string `json:"keyword"`
+	Message string `json:"message"`
 }
 
 // conflictJSON is one path a promote could not merge.
@@ -99,6 +110,16 @@ func errorFor(err error) *toolError {
 		// the line shown outside the boundary (docs/security.md §1).
 		te.Detail = err.Error()
 		te.Message = "the jq program was refused or failed; the error, with a caret under the fault where known, is in detail"
+	case codeSchemaViolation:
+		var se *snapshots.SchemaError
+		if errors.As(err, &se) {
+			te.Message = fmt.Sprintf("the write would leave resource %s invalid against its schema (%d violation(s), the first listed in violations); nothing was written", se.Resource, se.Count)
+			te.Hint = "resource_info for " + se.Resource + " shows its schema: make the change satisfy it"
+			te.ViolationCount = se.Count
+			for _, v := range se.Violations {
+				te.Violations = append(te.Violations, violationJSON{Path: v.Path, Keyword: v.Keyword, Message: v.Message})
+			}
+		}
 	case codeQueryTimeout:
 		te.Hint = "the program ran past its deadline and was stopped: narrow it (a path, a slice, select early) or page with limit"
 	case codeConflict:

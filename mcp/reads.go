@@ -131,7 +131,8 @@ func readTools() []*toolSpec {
 				prop{"modified_time", strS("when that revision was made")},
 				prop{"changed_in", intS("how many revisions changed it, up to the state read")},
 				prop{"history_branch", strS("the branch whose history (first parents) was searched")},
-				prop{"history_complete", boolS("false when the history was too long to search whole, or could not be searched: then created_revision and changed_in are missing or a lower bound")}),
+				prop{"history_complete", boolS("false when the history was too long to search whole, or could not be searched: then created_revision and changed_in are missing or a lower bound")},
+				prop{"schema", anyS("the JSON Schema (draft 2020-12) the operator set for the resource: a write that would leave the resource invalid against it is refused with SCHEMA_VIOLATION (absent: it has none)")}),
 			handle: resourceInfo,
 		},
 		{
@@ -533,20 +534,21 @@ func listResources(ctx context.Context, c *call) (string, any, error) {
 // ---- resource_info
 
 type resourceInfoOut struct {
-	Database         string     `json:"database"`
-	Revision         uint64     `json:"revision"`
-	Branch           string     `json:"branch,omitempty"`
-	Resource         string     `json:"resource"`
-	Kind             string     `json:"kind"`
-	Size             uint64     `json:"size"`
-	Count            uint64     `json:"count"`
-	CreatedRevision  uint64     `json:"created_revision,omitempty"`
-	CreatedTime      *time.Time `json:"created_time,omitempty"`
-	ModifiedRevision uint64     `json:"modified_revision,omitempty"`
-	ModifiedTime     *time.Time `json:"modified_time,omitempty"`
-	ChangedIn        uint64     `json:"changed_in,omitempty"`
-	HistoryBranch    string     `json:"history_branch,omitempty"`
-	HistoryComplete  bool       `json:"history_complete"`
+	Database         string          `json:"database"`
+	Revision         uint64          `json:"revision"`
+	Branch           string          `json:"branch,omitempty"`
+	Resource         string          `json:"resource"`
+	Kind             string          `json:"kind"`
+	Size             uint64          `json:"size"`
+	Count            uint64          `json:"count"`
+	CreatedRevision  uint64          `json:"created_revision,omitempty"`
+	CreatedTime      *time.Time      `json:"created_time,omitempty"`
+	ModifiedRevision uint64          `json:"modified_revision,omitempty"`
+	ModifiedTime     *time.Time      `json:"modified_time,omitempty"`
+	ChangedIn        uint64          `json:"changed_in,omitempty"`
+	HistoryBranch    string          `json:"history_branch,omitempty"`
+	HistoryComplete  bool            `json:"history_complete"`
+	Schema           json.RawMessage `json:"schema,omitempty"`
 }
 
 // infoPages bounds the history resource_info searches: pages of infoPageSize revisions that changed the resource
@@ -606,7 +608,15 @@ func resourceInfo(ctx context.Context, c *call) (string, any, error) {
 			out.CreatedRevision, out.CreatedTime = oldest.Number, timePtr(oldest.Time)
 		}
 	}
+	if rec, ok, err := db.Schema(ctx, res); err != nil {
+		return "", nil, err
+	} else if ok {
+		out.Schema = rec.Schema
+	}
 	summary := fmt.Sprintf("%s %s at revision %d: %d bytes, %d member(s) or element(s)", res, out.Kind, st.Rev.Number, out.Size, out.Count)
+	if out.Schema != nil {
+		summary += ", with a schema"
+	}
 	if out.HistoryComplete {
 		summary += fmt.Sprintf(", changed in %d revision(s)", out.ChangedIn)
 	}

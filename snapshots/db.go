@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-db/strata/revision"
@@ -44,6 +45,14 @@ type DB struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	closed  bool
+
+	// Schemas (schema.go): the set last loaded from the catalog, and the values known to satisfy them.
+	schemaMu sync.Mutex
+	schemas  *schemaSet
+	valid    validCache
+	// schemaNoMemory makes every check start from nothing known valid (tests and benchmarks of whole checks).
+	schemaNoMemory atomic.Bool
+	wholeChecks    atomic.Int64 // writes checked whole (nothing known valid about the value replaced), for tests
 }
 
 // Open opens a database on a backend, creating its first revision (an empty root on branch main) if the backend

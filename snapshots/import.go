@@ -108,6 +108,12 @@ func (db *DB) Import(ctx context.Context, resource string, r io.Reader, o Import
 		return nil, err
 	}
 	im.stop()
+	// Check the document against the resource's schema here, before it waits for the writer: the writer then finds
+	// it known valid (unless the schema changed meanwhile), and a whole check of a big import does not hold up
+	// everyone else's commits.
+	if err := db.checkImport(ctx, resource, w.branch(), v); err != nil {
+		return nil, err
+	}
 	inTx := w.InTx
 	w.InTx = func(tx store.CatalogTx, rev store.RevisionRecord) error {
 		if err := im.finish(tx); err != nil {
@@ -129,6 +135,20 @@ func (db *DB) Import(ctx context.Context, resource string, r io.Reader, o Import
 	}
 	committed = !res.Unchanged && !res.Replayed // else the lease is still there: abandon it
 	return res, nil
+}
+
+// checkImport checks an imported value against the resource's schema, if it has one, incrementally from the
+// value at the branch head when that one is known to be valid.
+func (db *DB) checkImport(ctx context.Context, resource, branch string, v revision.Value) error {
+	set, err := db.currentSchemas(ctx)
+	if err != nil || set.byName[resource] == nil {
+		return err
+	}
+	st, err := db.Resolve(ctx, Ref{Branch: branch})
+	if err != nil {
+		return err
+	}
+	return db.checkValue(ctx, db.forest, set.byName[resource], branch, st.Root, v)
 }
 
 // importer is one import in progress: the node store its tree is built into.

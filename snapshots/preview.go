@@ -33,8 +33,13 @@ func (db *DB) dryRun(ctx context.Context, w WriteOptions, fn changeFunc) (*Resul
 		branch  store.BranchRecord
 		replay  *Result
 		noopKey bool
+		schemas *schemaSet
 	)
 	err := db.be.View(ctx, func(c store.CatalogReader) error {
+		var err error
+		if schemas, err = db.loadSchemas(c); err != nil {
+			return err
+		}
 		if k := w.IdempotencyKey; k != "" {
 			if n, ok, err := c.Idempotent(k); err != nil {
 				return err
@@ -89,6 +94,10 @@ func (db *DB) dryRun(ctx context.Context, w WriteOptions, fn changeFunc) (*Resul
 		return nil, err
 	}
 	if res.Resources, err = f.ChangedMembers(ctx, root, change.Root); err != nil {
+		return nil, err
+	}
+	// A plan whose result would be invalid is refused when it is made.
+	if _, err := db.checkWrite(ctx, f, schemas, branch.Name, root, change.Root, res.Resources); err != nil {
 		return nil, err
 	}
 	res.Revision = 0

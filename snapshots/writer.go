@@ -305,7 +305,8 @@ type planned struct {
 	rec    store.RevisionRecord // the new revision, or for a no-op the head it leaves as it is
 	nodes  []store.Node
 	branch store.BranchRecord
-	noop   bool // the write changes nothing: no revision, but its idempotency key is recorded
+	noop   bool         // the write changes nothing: no revision, but its idempotency key is recorded
+	marks  []schemaMark // values found valid against their schemas, remembered with the revision
 }
 
 // commitGroup computes every request of the group on the current heads (each on top of the ones before it on the
@@ -336,6 +337,7 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 			}
 		}
 		plans, deferred, last, startHeads, epoch := pl.plans, pl.deferred, pl.last, pl.startHeads, pl.epoch
+		schemaVersion := pl.schemas.ver()
 		if len(plans) == 0 {
 			pending = deferred
 			continue
@@ -351,6 +353,10 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 			}
 			// A garbage-collection batch since planning may have removed nodes a change builds on.
 			if e, _, err := tx.Get(gcBucket, gcEpochKey); err != nil || string(e) != epoch {
+				return errRetry
+			}
+			// A schema set or removed since planning (by another process, even) must be checked against.
+			if v, _, err := tx.Get(schemaStateBucket, schemaVersionKey); err != nil || string(v) != schemaVersion {
 				return errRetry
 			}
 			for name, head := range startHeads {
@@ -397,6 +403,11 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 				p.rec.NewNodes, p.rec.NewBytes = st.Nodes+p.r.stored.Nodes, st.StoredBytes+p.r.stored.StoredBytes
 				if err := tx.AddRevision(p.rec); err != nil {
 					return err
+				}
+				for _, m := range p.marks {
+					if err := tx.Put(schemaValidBucket, m.key, []byte(m.val)); err != nil {
+						return err
+					}
 				}
 				if lastOn[p.branch.Name] == i || p.r.opts.InTx != nil {
 					if err := tx.PutBranch(p.branch); err != nil {

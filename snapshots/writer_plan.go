@@ -34,6 +34,7 @@ type planner struct {
 	revs       map[uint64]store.RevisionRecord
 	ov         *overlay
 	f          *revision.Forest
+	schemas    *schemaSet // the schemas every request is checked against (their version is checked at commit)
 	next       uint64
 	clock      time.Time
 	dirty      map[string]bool // branches with a change planned in this group: their heads are not durable yet
@@ -53,6 +54,7 @@ type planSeed struct {
 	epoch    string
 	branches map[string]store.BranchRecord
 	revs     map[uint64]store.RevisionRecord // each branch's head
+	schemas  *schemaSet
 }
 
 // newPlanner returns a planner that reads the catalog, or, given a seed, starts from it.
@@ -63,6 +65,7 @@ func (db *DB) newPlanner(seed *planSeed) *planner {
 		keys: map[string]bool{}, seeded: map[string]bool{}}
 	if seed != nil {
 		p.started, p.last, p.next, p.lastTime, p.epoch = true, seed.last, seed.last, seed.lastTime, seed.epoch
+		p.schemas = seed.schemas
 		p.clock = clockAfter(db.now().UTC(), seed.lastTime)
 		for name, b := range seed.branches {
 			p.branches[name], p.revs[b.Head], p.seeded[name] = b, seed.revs[b.Head], true
@@ -82,7 +85,7 @@ func clockAfter(now, last time.Time) time.Time {
 // seed returns the catalog as it is once this planner's group has committed.
 func (p *planner) seed() *planSeed {
 	s := &planSeed{last: p.next, lastTime: p.lastTime, epoch: p.epoch, branches: map[string]store.BranchRecord{},
-		revs: map[uint64]store.RevisionRecord{}}
+		revs: map[uint64]store.RevisionRecord{}, schemas: p.schemas}
 	for name, b := range p.branches {
 		s.branches[name], s.revs[b.Head] = b, p.revs[b.Head]
 	}
@@ -135,6 +138,9 @@ func (p *planner) add(rs []*request) error {
 				return err
 			}
 			p.last, p.epoch, p.clock = last, string(e), db.now().UTC()
+			if p.schemas, err = db.loadSchemas(c); err != nil {
+				return err
+			}
 			// As clock does: a time later than every revision's.
 			if last > 0 {
 				if rec, err := c.Revision(last); err == nil {
@@ -262,6 +268,11 @@ func (p *planner) one(r *request) {
 		fail(err)
 		return
 	}
+	marks, err := p.db.checkWrite(r.ctx, p.f, p.schemas, b.Name, root, change.Root, touched)
+	if err != nil {
+		fail(err)
+		return
+	}
 	p.next++
 	if p.next > p.last+1 {
 		p.clock = p.clock.Add(time.Microsecond)
@@ -273,7 +284,7 @@ func (p *planner) one(r *request) {
 	p.branches[b.Name] = b
 	p.revs[p.next] = rec
 	p.dirty[b.Name] = true
-	p.plans = append(p.plans, planned{r: r, rec: rec, nodes: change.Nodes, branch: b})
+	p.plans = append(p.plans, planned{r: r, rec: rec, nodes: change.Nodes, branch: b, marks: marks})
 	p.keep(r)
 }
 

@@ -51,7 +51,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want []string // in stderr
 	}{
-		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "the commands are: approve, audit, bench, bisect, branch, check, db, demo, diff, export, gc, get, import, log, mcp, plans, promote, query, reject, restore, revert, serve, show, snapshot, version", "Run 'strata --help' for usage."}},
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "the commands are: approve, audit, bench, bisect, branch, check, db, demo, diff, export, gc, get, import, log, mcp, plans, promote, query, reject, restore, revert, schema, serve, show, snapshot, version", "Run 'strata --help' for usage."}},
 		{[]string{"dmeo"}, []string{`unknown command "dmeo" (did you mean "demo"?)`}},
 		{[]string{"query", "db", "res"}, []string{"usage: strata query DB RESOURCE JQ (got 2 arguments)"}},
 		{[]string{"query", "db", "res", ".", "--param", "x"}, []string{`--param "x": give name=JSON`}},

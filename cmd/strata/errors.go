@@ -65,6 +65,7 @@ var exitCodes = map[string]int{
 	gate.CodeInvalidPath:     exitUsage,
 	gate.CodeInvalidArgument: exitUsage,
 	gate.CodeLimitExceeded:   exitUsage, // a query or read over its limits: narrow it
+	gate.CodeSchemaViolation: exitUsage, // the value would not satisfy its resource's schema
 }
 
 // codeFor is the exit code of a library error.

@@ -29,7 +29,7 @@ func newLogCommand(g *globalOptions) *cobra.Command {
 
   REVISION  TIME  AUTHOR  TOOL  MESSAGE  [RESOURCES CHANGED]
 
-With RESOURCE, only the revisions that changed it; with --path (or RESOURCE/path), only those that changed
+Changes of schemas (strata schema) are listed among them, as "schema" lines. With RESOURCE, only the revisions that changed it; with --path (or RESOURCE/path), only those that changed
 the value at that JSON Pointer inside it. Times are RFC 3339, ready for --at BRANCH@TIME.`,
 		Example: `  strata log shop
   strata log shop catalog --path /products/0/price
@@ -80,6 +80,10 @@ func showLog(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *logO
 		if err != nil {
 			return err
 		}
+		changes, err := schemaChanges(ctx, db, q.Resource, page)
+		if err != nil {
+			return err
+		}
 		if o.json {
 			revs := make([]revisionJSON, len(page.Revisions))
 			for i, r := range page.Revisions {
@@ -91,7 +95,10 @@ func showLog(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *logO
 				Path      string         `json:"path,omitempty"`
 				Revisions []revisionJSON `json:"revisions"`
 				More      bool           `json:"more"`
-			}{q.Branch, q.Resource, q.Path.String(), revs, page.Next != 0})
+				// SchemaChanges are the changes of schemas (set, removed) made while the revisions listed were,
+				// newest first: schemas are configuration, on no branch.
+				SchemaChanges []snapshots.SchemaEvent `json:"schema_changes"`
+			}{q.Branch, q.Resource, q.Path.String(), revs, page.Next != 0, changes})
 		}
 		if len(page.Revisions) == 0 && q.Resource != "" {
 			// Nothing changed it: say so, unless the name is wrong.
@@ -99,12 +106,16 @@ func showLog(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *logO
 				return err
 			}
 		}
-		if len(page.Revisions) == 0 {
+		if len(page.Revisions) == 0 && len(changes) == 0 {
 			_, err := fmt.Fprintf(w, "no revision on %s changed %s%s\n", q.Branch, q.Resource, q.Path)
 			return err
 		}
 		tw := table(w)
 		for _, r := range page.Revisions {
+			for len(changes) > 0 && changes[0].Time.After(r.Time) {
+				printSchemaChange(tw, g, changes[0])
+				changes = changes[1:]
+			}
 			j := revisionOf(r)
 			msg := orDash(j.Message)
 			if j.Merged != 0 {
@@ -112,6 +123,9 @@ func showLog(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *logO
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", j.Revision, g.timeText(j.Time), orDash(j.Author), orDash(j.Tool),
 				oneLine(msg), resourceList(j.Resources))
+		}
+		for _, ev := range changes {
+			printSchemaChange(tw, g, ev)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -121,6 +135,36 @@ func showLog(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *logO
 		}
 		return nil
 	})
+}
+
+// schemaChanges are the schema changes to show with a page of history (of resource, if given), newest first: those
+// made since the oldest revision listed, or all of them when the history was listed to its start.
+func schemaChanges(ctx context.Context, db *snapshots.DB, resource string, page *snapshots.HistoryPage) ([]snapshots.SchemaEvent, error) {
+	evs, err := db.SchemaLog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []snapshots.SchemaEvent{}
+	for i := len(evs) - 1; i >= 0; i-- {
+		ev := evs[i]
+		if resource != "" && ev.Resource != resource {
+			continue
+		}
+		if page.Next != 0 && len(page.Revisions) > 0 && ev.Time.Before(page.Revisions[len(page.Revisions)-1].Time) {
+			break
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// printSchemaChange shows a schema change as a line of the log: "schema TIME BY schema set|rm WHAT [RESOURCE]".
+func printSchemaChange(w io.Writer, g *globalOptions, ev snapshots.SchemaEvent) {
+	what, tool := "set the schema ("+shortDigest(ev.Digest)+")", "schema set"
+	if ev.Action == snapshots.SchemaRemove {
+		what, tool = "removed the schema", "schema rm"
+	}
+	fmt.Fprintf(w, "schema\t%s\t%s\t%s\t%s\t[%s]\n", g.timeText(ev.Time), orDash(ev.By), tool, what, ev.Resource)
 }
 
 // resourceList writes the resources a revision changed: "[catalog, config]".

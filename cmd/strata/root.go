@@ -164,6 +164,7 @@ Start with 'strata demo', or: strata db create shop && strata import shop catalo
 		newPromoteCommand(g),
 		newRevertCommand(g),
 		newRestoreCommand(g),
+		newSchemaCommand(g),
 		newPlansCommand(g),
 		newApproveCommand(g),
 		newRejectCommand(g),
