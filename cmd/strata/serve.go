@@ -45,9 +45,11 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the databases to AI agents over MCP (Streamable HTTP)",
 		Long: `Serve the databases of the data directory (--data) to AI agents over the Model Context Protocol's
-Streamable HTTP transport, at http://ADDR/mcp (https with --tls-cert and --tls-key). Each client gets its
-own session; a session without a request for 30 minutes is closed. The server stops on interrupt, letting
-requests in flight finish.
+Streamable HTTP transport, at http://ADDR/mcp (https with --tls-cert and --tls-key). A client of protocol
+2026-07-28 or later sends each request on its own; an older one gets a session, closed after 10 minutes
+without a request (session_idle), with at most 1024 open in all and 64 per principal (max_sessions,
+max_sessions_per_principal). Every call of a JSON-RPC batch counts against the rate limit, and a batch
+holds at most 64 messages. The server stops on interrupt, letting requests in flight finish.
 
 Without --token-file it listens on the loopback interface only (--listen, default 127.0.0.1:7411), and
 every client acts as the OS user running the server. Requests from web pages are refused: a Host other
