@@ -309,12 +309,16 @@ type planRow struct {
 	Mine     bool
 	BaseURL  string
 	RevURL   string
+	Message  string // the message the agent gave its change
 }
 
 func (h *Handler) row(db string, p snapshots.Plan, me string, now time.Time) planRow {
 	r := planRow{Plan: p, DB: db, URL: planURL(db, p.ID), State: p.StateAt(now), Mine: p.Principal == me,
 		BaseURL: revURL(db, p.Base)}
 	r.Pending = r.State == snapshots.PlanPending
+	if ch, err := gate.PlanChange(p); err == nil {
+		r.Message = ch.Message
+	}
 	if r.Pending || r.State == snapshots.PlanApproved {
 		r.TimeLeft = left(p.Expires.Sub(now))
 	}
