@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-db/strata/audit"
 	"github.com/strata-db/strata/gate"
+	"github.com/strata-db/strata/review"
 	"github.com/strata-db/strata/transport"
 )
 
@@ -79,7 +80,14 @@ others. A principal over its rate limit gets 429 with Retry-After, and its call 
 flag that contradicts the file stops startup, as does any unknown field or bad value.
 
 Revisions the agents make record their principal as their author: the token's principal, or without
-tokens the OS user running the server.`,
+tokens the OS user running the server.
+
+The review page, at http://ADDR/ui/ on the same listener, shows people the databases, their history, diffs,
+the plans waiting for a decision and the audit log, and lets reviewers approve or reject plans. With
+--token-file, principals sign in with their token; those whose configuration says "review": true may
+decide plans (never their own). Without it, the server prints a one-time sign-in address on standard
+error ("review page: http://127.0.0.1:7411/ui/login?code=..."), which makes whoever opens it the operator;
+anyone who can read the server's standard error can use it.`,
 		Example: `  strata serve --data ./strata-data
   strata serve --data ./strata-data --writes branches --listen 127.0.0.1:8080
   strata serve --data ./strata-data --config strata.json --token-file tokens --listen 0.0.0.0:7411 \
@@ -173,16 +181,34 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", auth.Handler(byRevision(sessions, perRequest)))
-	hs := transport.NewHTTPServer(transport.Guard(transport.ListenHosts(o.listen, addr.Port), tokens != nil,
-		http.NewCrossOriginProtection().Handler(mux)), tlsConfig, logger)
+	hosts := transport.ListenHosts(o.listen, addr.Port)
 	scheme, who := "http", "as "+g.env.user()
 	if tlsConfig != nil {
 		scheme = "https"
 	}
+	// The review page (/ui/) shares the listener, its TLS and limits, the tokens and the gate; its own guard lets
+	// the browser's forms through, which the MCP endpoint's refuses.
+	ui, err := review.New(review.Options{Gate: b.gate, Principal: b.settings.For, Auth: auth, Operator: g.env.user(),
+		Base: fmt.Sprintf("%s://%s", scheme, addr), TLS: tlsConfig != nil, Logger: logger,
+		Announce: func(address string) { fmt.Fprintf(stderr, "review page: %s\n", address) }})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	root := http.NewServeMux()
+	root.Handle("/ui/", transport.PageGuard(hosts, tokens != nil, ui))
+	root.Handle("/ui", transport.PageGuard(hosts, tokens != nil, ui))
+	root.Handle("/", transport.Guard(hosts, tokens != nil, http.NewCrossOriginProtection().Handler(mux)))
+	hs := transport.NewHTTPServer(root, tlsConfig, logger)
 	if tokens != nil {
 		who = fmt.Sprintf("bearer tokens for %d principal%s", len(tokens), plural(len(tokens)))
 	}
 	fmt.Fprintf(stderr, "strata serve: serving %s at %s://%s/mcp, writes %s, %s\n", b.dir.Path(), scheme, addr, b.mode(), who)
+	if tokens != nil {
+		fmt.Fprintf(stderr, "review page: %s\n", ui.Address())
+	} else {
+		fmt.Fprintf(stderr, "review page: %s\n", ui.SignInAddress())
+	}
 	errc := make(chan error, 1)
 	go func() {
 		if tlsConfig != nil {
