@@ -1,12 +1,14 @@
-// Package audit is Strata's audit log (docs/design.md §4, docs/security.md T12): one JSON line per MCP or CLI call —
-// allowed, asked, denied, failed — appended to <data dir>/audit.log and chained by hashes so that an edited,
-// deleted, inserted or reordered line is found by Verify.
+// Package audit is Strata's audit log (docs/design.md §4, docs/security.md T12, T21, T26): one JSON line per MCP or
+// CLI call — allowed, asked, denied, failed — appended to <data dir>/audit.log and chained by hashes so that an
+// edited, deleted, inserted or reordered line is found by Verify.
 //
 // # Records
 //
 // A Record says who called which tool, on which database, how it was decided and how it ended. It holds a digest
 // of the arguments, never the arguments themselves: no document values, no tokens, no secrets. There is no field
-// that could carry them.
+// that could carry them. Requests refused before authentication are the exception to one record per call: an
+// Aggregator folds them into one record per address and reason per interval, whose count says how many requests
+// it stands for (see aggregate.go); an authenticated call always has a record of its own.
 //
 // # Line format and hash chain
 //
@@ -14,24 +16,44 @@
 // (no spaces) with exactly these members in this order:
 //
 //	time, principal, client, transport, tool, database, args_digest, decision, outcome,
-//	revision (left out when 0), plan_id (left out when ""), duration_ms, seq, prev, hash
+//	revision (left out when 0), plan_id (left out when ""), duration_ms, count (left out when 0),
+//	seq, prev, key_id (left out when ""), hash
 //
 // where time is UTC with nine fractional digits ("2026-03-14T09:00:00.123456789Z"), numbers are written as Go's
 // strconv writes them (shortest form that reads back exactly), and strings are escaped as Go's encoding/json does
-// with HTML escaping off (so '<', '>' and '&' are written as themselves).
+// with HTML escaping off (so '<', '>' and '&' are written as themselves). Logs written before count and key_id
+// existed have neither, and read and verify as they always did.
 //
-//   - seq is the record's 1-based line number in the file;
-//   - prev is the hash of the line before it ("" on line 1);
-//   - hash is the lowercase hex SHA-256 of the record's canonical JSON with hash set to "" (and no newline).
+//   - seq is the record's 1-based position in the whole log, across rotated files (in a log that was never
+//     rotated, its line number);
+//   - prev is the hash of the record before it ("" for the first record of the log);
+//   - key_id is set on the records of a keyed chain: the id of the key (Key.ID), never the key;
+//   - hash is the lowercase hex SHA-256 of the record's canonical JSON with hash set to "" (and no newline); in a
+//     keyed record, the hex HMAC-SHA256 of the same bytes with the key.
 //
 // Since hash is the last member, an independent verifier can check a line without re-encoding it: replace the
-// final `"hash":"<64 hex digits>"}` with `"hash":""}` and hash the bytes. Verify also insists that every line is
-// in canonical form, so a line changed in any way — even whitespace — is found.
+// final `"hash":"<64 hex digits>"}` with `"hash":""}` and hash (or HMAC) the bytes. Verify also insists that every
+// line is in canonical form, so a line changed in any way — even whitespace — is found.
 //
 // The chain finds lines that were edited, deleted, inserted or reordered, and a log whose beginning was cut off.
 // It cannot, by itself, tell a log whose last records were cut off at a line boundary from one that simply ended
-// there, nor a log rewritten from some line on with every hash recomputed: the chain proves integrity relative to
-// a head hash kept somewhere else (a copy of the last line, shipped off the machine, is enough).
+// there. Unkeyed, it cannot tell a log rewritten from some line on with every hash recomputed either: it then
+// proves integrity only relative to a head hash kept somewhere else (a copy of the last line, shipped off the
+// machine, is enough). A keyed chain closes that gap for whoever cannot read the key (key.go): records cannot be
+// re-hashed without it. A log may start unkeyed and go on keyed (the keyed records pin the ones before them), never
+// the other way round: an unkeyed record after a keyed one fails verification, and an appender without the key
+// is refused once the last record is keyed.
+//
+// # Size and rotation
+//
+// With Options.MaxBytes set, a record that would take the current file past it is written instead as the first
+// record of a new current file, chained to the last record of the old one, which is renamed
+// audit-<first seq>-<last seq>.log (rotate.go says how this stays atomic for concurrent appenders). Files lists
+// the files of a log; VerifyLog checks the chain across all of them, and that each holds the records its name
+// says; ReadLog reads them in order. Nothing is ever deleted: a rotated file stays until the operator moves it
+// away, and VerifyLog then reports the records it held as missing. A rotation that cannot be done (a name taken,
+// an error; on Windows, where an open file cannot be replaced) leaves the record in the current file, which grows
+// past the size, and is reported to Options.Warn; it is tried again a minute later.
 //
 // # Concurrency and crashes
 //
@@ -115,11 +137,15 @@ type Record struct {
 	Revision   uint64    // the revision the call created, if any
 	PlanID     string    // the plan the call made or applied, if any
 	DurationMS float64   // how long the call took, in milliseconds (kept to the microsecond)
+	// Count is how many requests the record stands for: set (1 or more) only on a record of an Aggregator, which
+	// folds requests refused before authentication into one record per address and interval; 0 is one call.
+	Count uint64
 
 	// The chain, filled in by Append.
-	Seq  uint64 // 1-based line number
-	Prev string // hash of the previous record; "" for the first
-	Hash string // hex SHA-256 of this record's canonical JSON with Hash empty
+	Seq   uint64 // 1-based position in the whole log, across rotated files
+	Prev  string // hash of the previous record; "" for the first
+	KeyID string // the id of the key of a keyed chain (Key.ID, never the key); "" when the record is not keyed
+	Hash  string // hex SHA-256 of this record's canonical JSON with Hash empty; HMAC-SHA256 with the key when keyed
 }
 
 // wire is a record as it is written: the member order here is the canonical order.
@@ -136,8 +162,10 @@ type wire struct {
 	Revision   uint64  `json:"revision,omitempty"`
 	PlanID     string  `json:"plan_id,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
+	Count      uint64  `json:"count,omitempty"`
 	Seq        uint64  `json:"seq"`
 	Prev       string  `json:"prev"`
+	KeyID      string  `json:"key_id,omitempty"`
 	Hash       string  `json:"hash"`
 }
 
@@ -149,7 +177,8 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	w := wire{
 		Time: r.Time.UTC().Format(TimeFormat), Principal: r.Principal, Client: r.Client, Transport: r.Transport,
 		Tool: r.Tool, Database: r.Database, ArgsDigest: r.ArgsDigest, Decision: r.Decision, Outcome: r.Outcome,
-		Revision: r.Revision, PlanID: r.PlanID, DurationMS: r.DurationMS, Seq: r.Seq, Prev: r.Prev, Hash: r.Hash,
+		Revision: r.Revision, PlanID: r.PlanID, DurationMS: r.DurationMS, Count: r.Count, Seq: r.Seq, Prev: r.Prev,
+		KeyID: r.KeyID, Hash: r.Hash,
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -178,7 +207,8 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	*r = Record{
 		Time: t.UTC(), Principal: w.Principal, Client: w.Client, Transport: w.Transport, Tool: w.Tool,
 		Database: w.Database, ArgsDigest: w.ArgsDigest, Decision: w.Decision, Outcome: w.Outcome,
-		Revision: w.Revision, PlanID: w.PlanID, DurationMS: w.DurationMS, Seq: w.Seq, Prev: w.Prev, Hash: w.Hash,
+		Revision: w.Revision, PlanID: w.PlanID, DurationMS: w.DurationMS, Count: w.Count, Seq: w.Seq, Prev: w.Prev,
+		KeyID: w.KeyID, Hash: w.Hash,
 	}
 	return nil
 }
@@ -272,8 +302,11 @@ func capField(s string) string {
 // Log is an audit log file opened for appending. It is safe for concurrent use by goroutines, and other processes
 // may append to the same file at the same time.
 type Log struct {
-	path string
-	now  func() time.Time
+	path     string
+	now      func() time.Time
+	key      *Key
+	maxBytes int64
+	warn     func(error)
 
 	mu     sync.Mutex
 	f      *os.File
@@ -283,16 +316,53 @@ type Log struct {
 	size     int64
 	lastSeq  uint64
 	lastHash string
+	lastKey  string
+	// rotateFailed is when a rotation last failed: the next try waits a minute (see Append).
+	rotateFailed time.Time
+}
+
+// DefaultMaxBytes is the size past which strata rotates its audit log unless told otherwise (--audit-max-mib).
+const DefaultMaxBytes = 256 << 20
+
+// Options configures a Log.
+type Options struct {
+	// Key, when set, makes the chain keyed: each record's hash is HMAC-SHA256 with the key, and carries the key's
+	// id (see Key). A log whose last record is keyed is appended to only with the same key: Open, Append and
+	// Check refuse it with a *KeyError otherwise.
+	Key *Key
+	// MaxBytes rotates the log (see the package documentation): when the next record would take the file past
+	// MaxBytes, the file becomes audit-<first seq>-<last seq>.log and the record starts a new file, chained to
+	// the last record of the old one. 0 never rotates.
+	MaxBytes int64
+	// Warn hears of a problem that lost nothing: a rotation that could not be done (the record then goes into the
+	// current file, which grows past MaxBytes). nil ignores them.
+	Warn func(error)
 }
 
 // Open opens the audit log at path for appending, creating it with mode 0600 if it is missing. Its directory
-// must exist. The permissions of an existing file are left as they are.
-func Open(path string) (*Log, error) {
+// must exist. The permissions of an existing file are left as they are. It is OpenWith without options: unkeyed,
+// never rotated.
+func Open(path string) (*Log, error) { return OpenWith(path, Options{}) }
+
+// OpenWith is Open with options. A log whose last record is keyed with another key than o.Key (or keyed, while
+// o.Key is nil) is refused with a *KeyError.
+func OpenWith(path string, o Options) (*Log, error) {
+	if o.MaxBytes < 0 {
+		return nil, fmt.Errorf("audit: MaxBytes %d is negative (0 never rotates)", o.MaxBytes)
+	}
 	f, err := openFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return &Log{path: path, f: f, now: time.Now}, nil
+	l := &Log{path: path, f: f, now: time.Now, key: o.Key, maxBytes: o.MaxBytes, warn: o.Warn}
+	// Refuse a key mismatch now, so that a server does not start on a log it cannot extend. Other problems of the
+	// tail are Append's and Check's to report (writes then fail closed).
+	var ke *KeyError
+	if err := l.Check(); errors.As(err, &ke) {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
 }
 
 func openFile(path string) (*os.File, error) {
@@ -330,12 +400,21 @@ func openFile(path string) (*os.File, error) {
 // Path is the file the log appends to.
 func (l *Log) Path() string { return l.path }
 
-// Append completes rec's chain fields (Seq, Prev, Hash), fills in Time when it is zero, appends it as one line
-// and fsyncs the file. It returns the record as written. When it returns an error the record may not be in the
-// log, and the call it describes must not be carried out.
+// KeyID is the id of the log's key, "" when it is not keyed.
+func (l *Log) KeyID() string {
+	if l.key == nil {
+		return ""
+	}
+	return l.key.ID()
+}
+
+// Append completes rec's chain fields (Seq, Prev, KeyID, Hash), fills in Time when it is zero, appends it as one
+// line and fsyncs the file. It returns the record as written. When it returns an error the record may not be in
+// the log, and the call it describes must not be carried out.
 //
 // String fields longer than MaxField bytes are cut. A last line left without its '\n' by a crashed append is cut
-// off first (see the package documentation).
+// off first (see the package documentation). When the record would take the file past Options.MaxBytes, the file
+// is rotated and the record starts the new one.
 func (l *Log) Append(rec Record) (Record, error) {
 	rec, err := prepare(rec, l.now())
 	if err != nil {
@@ -349,15 +428,24 @@ func (l *Log) Append(rec Record) (Record, error) {
 	if err := l.lock(); err != nil {
 		return rec, err
 	}
-	defer filelock.Unlock(l.f)
+	held := l.f
+	defer func() {
+		filelock.Unlock(held)
+		if held != l.f {
+			held.Close() // rotated: the new file is l.f, and only now may others lock the old one
+		}
+	}()
 
-	size, seq, prev, err := l.tail()
+	size, seq, prev, keyID, err := l.tail()
 	if err != nil {
 		l.cached = false
 		return rec, err
 	}
-	rec.Seq, rec.Prev = seq+1, prev
-	if rec.Hash, err = ComputeHash(rec); err != nil {
+	if err := l.keyCheck(keyID); err != nil {
+		return rec, err
+	}
+	rec.Seq, rec.Prev, rec.KeyID = seq+1, prev, l.KeyID()
+	if rec.Hash, err = hashWith(rec, l.key); err != nil {
 		return rec, err
 	}
 	line, err := rec.MarshalJSON()
@@ -366,6 +454,20 @@ func (l *Log) Append(rec Record) (Record, error) {
 	}
 	line = append(line, '\n')
 	l.cached = false
+	if l.maxBytes > 0 && size > 0 && size+int64(len(line)) > l.maxBytes && l.now().Sub(l.rotateFailed) >= time.Minute {
+		written, err := l.rotate(line, seq)
+		if written {
+			if err != nil {
+				return rec, err
+			}
+			l.cached, l.size, l.lastSeq, l.lastHash, l.lastKey = true, int64(len(line)), rec.Seq, rec.Hash, rec.KeyID
+			return rec, nil
+		}
+		l.rotateFailed = l.now()
+		if l.warn != nil {
+			l.warn(err)
+		}
+	}
 	if _, err := l.f.Write(line); err != nil {
 		// Take back what part of the line may have landed, so the file still ends in a whole line.
 		_ = l.f.Truncate(size)
@@ -374,13 +476,28 @@ func (l *Log) Append(rec Record) (Record, error) {
 	if err := l.f.Sync(); err != nil {
 		return rec, fmt.Errorf("audit: syncing %s: %w", l.path, err)
 	}
-	l.cached, l.size, l.lastSeq, l.lastHash = true, size+int64(len(line)), rec.Seq, rec.Hash
+	l.cached, l.size, l.lastSeq, l.lastHash, l.lastKey = true, size+int64(len(line)), rec.Seq, rec.Hash, rec.KeyID
 	return rec, nil
 }
 
-// Check reports whether a record could be appended now: the file can be locked and its last line is a record
-// (a torn last line is cut off, as Append would). A caller that writes its record only once the call's outcome
-// is known can Check first, and refuse the call when the log is not usable (fail closed). It writes no record.
+// keyCheck refuses to extend a keyed chain without its key. An unkeyed chain may go on keyed (from the first
+// record written with a key), never the other way round.
+func (l *Log) keyCheck(lastKeyID string) error {
+	switch {
+	case lastKeyID == "":
+		return nil
+	case l.key == nil:
+		return &KeyError{File: l.path, KeyID: lastKeyID}
+	case l.key.ID() != lastKeyID:
+		return &KeyError{File: l.path, KeyID: lastKeyID, Given: l.key.ID()}
+	}
+	return nil
+}
+
+// Check reports whether a record could be appended now: the file can be locked, its last line is a record (a
+// torn last line is cut off, as Append would), and the log's key fits the chain. A caller that writes its record
+// only once the call's outcome is known can Check first, and refuse the call when the log is not usable (fail
+// closed). It writes no record.
 func (l *Log) Check() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -391,17 +508,18 @@ func (l *Log) Check() error {
 		return err
 	}
 	defer filelock.Unlock(l.f)
-	size, seq, hash, err := l.tail()
+	size, seq, hash, keyID, err := l.tail()
 	if err != nil {
 		l.cached = false
 		return err
 	}
-	l.cached, l.size, l.lastSeq, l.lastHash = true, size, seq, hash
-	return nil
+	l.cached, l.size, l.lastSeq, l.lastHash, l.lastKey = true, size, seq, hash, keyID
+	return l.keyCheck(keyID)
 }
 
 // lock takes the exclusive lock on the file at l.path. If the file was renamed or removed since it was opened
-// (rotated by an operator), it opens the file now at the path, so that records go where readers look.
+// (rotated by another appender, or by an operator), it opens the file now at the path, so that records go where
+// readers look.
 func (l *Log) lock() error {
 	for range 10 {
 		if err := filelock.Lock(l.f, true); err != nil {
@@ -430,45 +548,46 @@ func (l *Log) lock() error {
 	return fmt.Errorf("audit: %s keeps being replaced", l.path)
 }
 
-// tail returns the file's size and the last record's seq and hash, cutting off a torn last line. The lock is held.
-func (l *Log) tail() (size int64, seq uint64, hash string, err error) {
+// tail returns the file's size and the last record's seq, hash and key id, cutting off a torn last line. The lock
+// is held.
+func (l *Log) tail() (size int64, seq uint64, hash, keyID string, err error) {
 	fi, err := l.f.Stat()
 	if err != nil {
-		return 0, 0, "", fmt.Errorf("audit: %w", err)
+		return 0, 0, "", "", fmt.Errorf("audit: %w", err)
 	}
 	size = fi.Size()
 	if l.cached && size == l.size {
-		return size, l.lastSeq, l.lastHash, nil
+		return size, l.lastSeq, l.lastHash, l.lastKey, nil
 	}
 	if size == 0 {
-		return 0, 0, "", nil
+		return 0, 0, "", "", nil
 	}
 	last, start, err := lastLine(l.f, size)
 	if err != nil {
-		return 0, 0, "", fmt.Errorf("audit: reading %s: %w", l.path, err)
+		return 0, 0, "", "", fmt.Errorf("audit: reading %s: %w", l.path, err)
 	}
 	if !bytes.HasSuffix(last, []byte{'\n'}) {
 		// A torn append: never acknowledged. Cut it off, durably, and look at the line before it.
 		if err := l.f.Truncate(start); err != nil {
-			return 0, 0, "", fmt.Errorf("audit: cutting the incomplete last line of %s: %w", l.path, err)
+			return 0, 0, "", "", fmt.Errorf("audit: cutting the incomplete last line of %s: %w", l.path, err)
 		}
 		if err := l.f.Sync(); err != nil {
-			return 0, 0, "", fmt.Errorf("audit: syncing %s: %w", l.path, err)
+			return 0, 0, "", "", fmt.Errorf("audit: syncing %s: %w", l.path, err)
 		}
 		if start == 0 {
-			return 0, 0, "", nil
+			return 0, 0, "", "", nil
 		}
 		size = start
 		if last, _, err = lastLine(l.f, size); err != nil {
-			return 0, 0, "", fmt.Errorf("audit: reading %s: %w", l.path, err)
+			return 0, 0, "", "", fmt.Errorf("audit: reading %s: %w", l.path, err)
 		}
 	}
 	var r Record
 	if err := json.Unmarshal(bytes.TrimSuffix(last, []byte{'\n'}), &r); err != nil || r.Seq == 0 || len(r.Hash) != 64 {
 		// Fail closed: a record chained to a line we cannot read would hide whatever happened to it.
-		return 0, 0, "", fmt.Errorf("audit: the last line of %s is not a valid record (run strata audit --verify): %v", l.path, err)
+		return 0, 0, "", "", fmt.Errorf("audit: the last line of %s is not a valid record (run strata audit --verify): %v", l.path, err)
 	}
-	return size, r.Seq, r.Hash, nil
+	return size, r.Seq, r.Hash, r.KeyID, nil
 }
 
 // lastLine returns the last line of the first size bytes of f (with its '\n', if it has one) and its offset.
@@ -504,11 +623,17 @@ func (l *Log) Close() error {
 
 // VerifyError is what Verify found wrong, and where.
 type VerifyError struct {
-	Line    int    // 1-based line number of the first bad line
+	File    string // the file (VerifyLog, ReadLog); "" for a single stream
+	Line    int    // 1-based line number of the first bad line, in its file
 	Problem string // what is wrong with it
 }
 
-func (e *VerifyError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Problem) }
+func (e *VerifyError) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("%s line %d: %s", e.File, e.Line, e.Problem)
+	}
+	return fmt.Sprintf("line %d: %s", e.Line, e.Problem)
+}
 
 // maxLine bounds a line Verify and Read will read; a record is far shorter (see MaxField).
 const maxLine = 1 << 20
@@ -543,59 +668,6 @@ func lines(r io.Reader, fn func(n int, line []byte, whole bool) error) error {
 			return nil
 		}
 	}
-}
-
-// Verify reads a whole audit log and checks its chain: every line is a record in canonical form, seq counts the
-// lines from 1, prev is the previous line's hash and hash matches the record. It returns the number of records
-// that check out; the error, a *VerifyError, names the first bad line and what is wrong with it (an I/O error is
-// returned as it is).
-func Verify(r io.Reader) (n int, err error) {
-	prev := ""
-	err = lines(r, func(i int, line []byte, whole bool) error {
-		bad := func(format string, args ...any) error {
-			return &VerifyError{Line: i, Problem: fmt.Sprintf(format, args...)}
-		}
-		if !whole {
-			return bad("incomplete last line (no newline at the end): an append was cut short, or the file was cut; the %d records before it are intact, and the next append removes it", i-1)
-		}
-		if len(line) == 0 {
-			return bad("empty line: a line was inserted, or a record was blanked")
-		}
-		var rec Record
-		if err := json.Unmarshal(line, &rec); err != nil {
-			return bad("not a valid audit record (%v): the line was edited or inserted", err)
-		}
-		canon, err := rec.MarshalJSON()
-		if err != nil {
-			return bad("not a valid audit record (%v)", err)
-		}
-		if !bytes.Equal(canon, line) {
-			return bad("not in canonical form: the line was edited")
-		}
-		want, err := ComputeHash(rec)
-		if err != nil {
-			return bad("%v", err)
-		}
-		if rec.Hash != want {
-			return bad("hash does not match the record: the line was edited")
-		}
-		switch {
-		case rec.Seq > uint64(i):
-			return bad("seq is %d, want %d: %d record(s) before it were deleted, or lines were reordered", rec.Seq, i, rec.Seq-uint64(i))
-		case rec.Seq < uint64(i):
-			return bad("seq is %d, want %d: a line was inserted before it, or lines were reordered", rec.Seq, i)
-		}
-		if rec.Prev != prev {
-			if i == 1 {
-				return bad("the first record links to a previous one: the beginning of the log was cut off")
-			}
-			return bad("prev does not match the hash of line %d: the line before it was replaced", i-1)
-		}
-		prev = rec.Hash
-		n = i
-		return nil
-	})
-	return n, err
 }
 
 // Filter selects records for Read. A zero field selects everything; string fields must match exactly.

@@ -338,7 +338,16 @@ func TestAppendChild(t *testing.T) {
 		t.Skip("child process of TestAppendAcrossProcesses")
 	}
 	n, _ := strconv.Atoi(os.Getenv("STRATA_AUDIT_N"))
-	l, err := Open(path)
+	// TestAuditRotationAcrossProcesses rotates and keys the log.
+	max, _ := strconv.ParseInt(os.Getenv("STRATA_AUDIT_MAX"), 10, 64)
+	var key *Key
+	if k := os.Getenv("STRATA_AUDIT_KEY"); k != "" {
+		var err error
+		if key, err = NewKey([]byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := OpenWith(path, Options{MaxBytes: max, Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,18 @@
 package transport
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/strata-db/strata/audit"
 	"github.com/strata-db/strata/gate"
 )
 
@@ -50,4 +55,88 @@ func TestAuthOnRefusedHook(t *testing.T) {
 	if code := do(""); code != 401 {
 		t.Fatalf("status %d", code)
 	}
+}
+
+// TestAuthRefusalsAggregated holds docs/security.md T21 through real HTTP: thousands of requests with a wrong token
+// in a few seconds (401 first, then 429 once the address is over its failures) cost a handful of audit records and
+// fsyncs, written as each interval closes, whose counts add up to the requests refused; the chain verifies.
+func TestAuthRefusalsAggregated(t *testing.T) {
+	log, err := audit.Open(filepath.Join(t.TempDir(), audit.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	agg := audit.NewAggregator(log, audit.AggregateOptions{Interval: 300 * time.Millisecond,
+		Warn: func(err error) { t.Errorf("warning: %v", err) }})
+	g := NewAuth(AuthOptions{Tokens: []Token{NewToken("alice", "alice-0123456789abcdef0123456789abcdef")},
+		OnRefused: func(principal, remote, decision string) {
+			outcome := "UNAUTHENTICATED"
+			if decision == RefusedRateLimited {
+				outcome = "RATE_LIMITED"
+			}
+			agg.Add(audit.Record{Principal: principal, Client: remote, Transport: audit.TransportHTTP, Tool: "http",
+				ArgsDigest: audit.Digest(nil), Decision: decision, Outcome: outcome})
+		}})
+	var reached atomic.Int64
+	srv := httptest.NewServer(g.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached.Add(1) })))
+	defer srv.Close()
+
+	const workers, each = 8, 400
+	var codes [600]atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader("{}"))
+				req.Header.Set("Authorization", "Bearer wrong-wrong-wrong-wrong-wrong-wrong-wrong")
+				res, err := srv.Client().Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				codes[res.StatusCode].Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	n401, n429 := codes[401].Load(), codes[429].Load()
+	if n401+n429 != workers*each || n401 == 0 || n429 == 0 || reached.Load() != 0 {
+		t.Fatalf("%d × 401, %d × 429 for %d requests, %d reached the handler", n401, n429, workers*each, reached.Load())
+	}
+	// The records are written when the interval closes, before any shutdown.
+	deadline := time.Now().Add(5 * time.Second)
+	var sum map[string]int64
+	var recs int
+	for time.Now().Before(deadline) {
+		sum, recs = map[string]int64{}, 0
+		if err := audit.ReadLog(log.Path(), audit.Filter{}, func(r audit.Record) error {
+			sum[r.Decision] += int64(r.Count)
+			recs++
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if sum[audit.DecisionUnauthenticated] == n401 && sum[audit.DecisionRateLimited] == n429 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if sum[audit.DecisionUnauthenticated] != n401 || sum[audit.DecisionRateLimited] != n429 {
+		t.Fatalf("audited counts %v, want %d unauthenticated and %d rate limited", sum, n401, n429)
+	}
+	// One record per reason per interval, from one address.
+	if maxRecs := 2 * (int(took/(300*time.Millisecond)) + 2); recs > maxRecs {
+		t.Fatalf("%d records for %d requests in %v; want at most %d", recs, workers*each, took, maxRecs)
+	}
+	if err := agg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := audit.VerifyLog(log.Path(), nil); err != nil || s.Records != recs {
+		t.Fatalf("VerifyLog = %+v, %v", s, err)
+	}
+	t.Logf("%d refused requests in %v (%d × 401, %d × 429): %d audit records", workers*each, took.Round(time.Millisecond), n401, n429, recs)
 }

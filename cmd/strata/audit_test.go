@@ -128,7 +128,7 @@ func TestAuditJSONAndCSV(t *testing.T) {
 	if err != nil {
 		t.Fatalf("csv output %q: %v", out, err)
 	}
-	if len(rows) != 3 || strings.Join(rows[0], ",") != "seq,time,principal,client,transport,tool,database,args_digest,decision,outcome,revision,plan_id,duration_ms,prev,hash" {
+	if len(rows) != 3 || strings.Join(rows[0], ",") != "seq,time,principal,client,transport,tool,database,args_digest,decision,outcome,revision,plan_id,duration_ms,count,prev,key_id,hash" {
 		t.Fatalf("csv rows %q", rows)
 	}
 	if got := strings.Join(rows[1][:13], ","); got != "2,2026-03-14T07:30:00.000000000Z,ci-bot,,http,write,shop,"+audit.Digest([]byte(`{}`))+",allow,ok,42,,3.5" {
@@ -137,8 +137,8 @@ func TestAuditJSONAndCSV(t *testing.T) {
 	if rows[2][3] != "'=HYPERLINK(\"http://evil\")\\x1b[2J" {
 		t.Errorf("a formula in a cell was not defused, or its ESC not made visible: %q", rows[2][3])
 	}
-	if len(rows[2][14]) != 64 || rows[2][13] != rows[1][14] {
-		t.Errorf("csv chain fields: prev %q hash %q", rows[2][13], rows[2][14])
+	if len(rows[2][16]) != 64 || rows[2][14] != rows[1][16] || rows[2][13] != "" || rows[2][15] != "" {
+		t.Errorf("csv chain fields: count %q prev %q key_id %q hash %q", rows[2][13], rows[2][14], rows[2][15], rows[2][16])
 	}
 }
 

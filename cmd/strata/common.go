@@ -76,9 +76,9 @@ func (g *globalOptions) withDB(ctx context.Context, name string, fn func(db *sna
 // command that changes something goes through it, so that its write is audited as an agent's is.
 func (g *globalOptions) asOperator(ctx context.Context, create bool, tool string, args []string, fn func(ctx context.Context, a *gate.Actor) error) error {
 	return g.withDir(create, func(dir *snapshots.Dir) (err error) {
-		log, err := audit.Open(audit.PathIn(dir.Path()))
+		log, err := g.openAudit(dir.Path(), nil)
 		if err != nil {
-			return fmt.Errorf("opening the audit log: %w", err)
+			return err
 		}
 		defer log.Close()
 		gt, err := gate.New(dir, &gate.Options{Audit: log})

@@ -15,7 +15,6 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/strata-db/strata/audit"
 	strataMCP "github.com/strata-db/strata/mcp"
 	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/snapshots"
@@ -138,9 +137,9 @@ func runDemo(ctx context.Context, w io.Writer, g *globalOptions, o *demoOptions)
 		return err
 	}
 	defer engine.Close()
-	aud, err := audit.Open(audit.PathIn(dir.Path()))
+	aud, err := g.openAudit(dir.Path(), nil)
 	if err != nil {
-		return fmt.Errorf("opening the audit log: %w", err)
+		return err
 	}
 	defer aud.Close()
 	srv, err := strataMCP.NewServer(dir, strataMCP.Config{Writes: strataMCP.WritesBranches, Principal: demoAgent,

@@ -122,6 +122,9 @@ type mcpBackend struct {
 
 	mu      sync.Mutex
 	servers map[string]*principalServer // strata serve: one server per principal, made on its first request
+
+	// refusals, when set (strata serve), folds the records of requests refused before authentication.
+	refusals *audit.Aggregator
 }
 
 type principalServer struct {
@@ -162,6 +165,9 @@ func openMCP(g *globalOptions, f *mcpFlags, logger *slog.Logger, check func(s *g
 			return nil, err
 		}
 	}
+	if _, err := g.auditKey(); err != nil {
+		return nil, err
+	}
 	if f.cacheMiB == 0 {
 		f.cacheMiB = defaultCacheMiB
 	}
@@ -180,10 +186,10 @@ func openMCP(g *globalOptions, f *mcpFlags, logger *slog.Logger, check func(s *g
 		return nil, err
 	}
 	// Every call is audited; a server that cannot keep the log does not start.
-	if b.audit, err = audit.Open(audit.PathIn(b.dir.Path())); err != nil {
+	if b.audit, err = g.openAudit(b.dir.Path(), func(err error) { logger.Warn("audit log", "err", err) }); err != nil {
 		b.engine.Close()
 		b.dir.Close()
-		return nil, fmt.Errorf("opening the audit log: %w", err)
+		return nil, err
 	}
 	if b.gate, err = gate.New(b.dir, &gate.Options{Engine: b.engine, Audit: b.audit, Logger: logger}); err != nil {
 		b.audit.Close()
@@ -238,12 +244,18 @@ func (b *mcpBackend) serverOf(principal string) *mcpsdk.Server {
 func (b *mcpBackend) close() error {
 	b.gate.Close()
 	b.engine.Close()
+	if b.refusals != nil {
+		if err := b.refusals.Close(); err != nil {
+			b.logger.Error("audit log", "err", err)
+		}
+	}
 	b.audit.Close()
 	return b.dir.Close()
 }
 
 // refused records in the audit log a request refused before it reached a server: without valid credentials, or
-// over its rate limit.
+// over its rate limit. A request no principal was authenticated for is counted by b.refusals (one record per
+// address and reason per interval, docs/security.md T21); an authenticated principal's is appended on its own.
 func (b *mcpBackend) refused(principal, remote, decision string) {
 	outcome := "UNAUTHENTICATED"
 	if decision == audit.DecisionRateLimited {
@@ -251,6 +263,10 @@ func (b *mcpBackend) refused(principal, remote, decision string) {
 	}
 	rec := audit.Record{Principal: principal, Client: remote, Transport: audit.TransportHTTP, Tool: "http",
 		ArgsDigest: audit.Digest(nil), Decision: decision, Outcome: outcome}
+	if principal == "" && b.refusals != nil {
+		b.refusals.Add(rec)
+		return
+	}
 	if _, err := b.audit.Append(rec); err != nil {
 		b.logger.Error("audit log: a record could not be appended", "err", err)
 	}

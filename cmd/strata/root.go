@@ -64,6 +64,8 @@ type globalOptions struct {
 	// dataDir is the data directory (--data, env STRATA_DATA).
 	dataDir string
 	env     *environment
+	// audit holds --audit-key and --audit-max-mib (audit.go).
+	audit auditFlags
 }
 
 // defaultDataDir is STRATA_DATA when it is set, else ./strata-data.
@@ -146,6 +148,7 @@ Start with 'strata demo', or: strata db create shop && strata import shop catalo
 	})
 	root.PersistentFlags().StringVar(&g.dataDir, "data", defaultDataDir(e.getenv),
 		"data directory holding the databases (env STRATA_DATA)")
+	g.registerAuditFlags(root)
 
 	root.AddCommand(
 		newDemoCommand(g),

@@ -144,6 +144,8 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 		return usageErrorf("--listen %q resolved to %s, which is not a loopback address", o.listen, addr)
 	}
 	b.transport = audit.TransportHTTP
+	// Requests refused before authentication cost one record per address and reason per interval (T21).
+	b.refusals = audit.NewAggregator(b.audit, audit.AggregateOptions{Warn: func(err error) { logger.Error("audit log", "err", err) }})
 	onRefused := b.refused
 	if o.onRefused != nil {
 		onRefused = func(principal, remote, decision string) {
