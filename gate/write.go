@@ -48,13 +48,14 @@ type Change struct {
 	From     *snapshots.Ref  `json:"from,omitempty"`    // OpRestore
 	Target   *snapshots.Ref  `json:"target,omitempty"`  // OpRevert
 	Source   string          `json:"source,omitempty"`  // OpPromote: the branch brought in
+	Name     string          `json:"name,omitempty"`    // OpDeleteBranch, OpDeleteSnapshot
+
 	// Resolve (OpPromote) settles conflicts of the merge: a JSON Pointer from the database root, as the conflicts
 	// are reported ("/cat/items/3/price") → snapshots.ResolveBranch or snapshots.ResolveInto.
 	Resolve map[string]string `json:"resolve,omitempty"`
 	// Keys (OpPromote) names, for arrays at JSON Pointers from the database root, the member that identifies their
 	// elements in the merge (over the operator's merge keys; a plan records the keys it merged with).
 	Keys map[string]string `json:"keys,omitempty"`
-	Name     string          `json:"name,omitempty"`    // OpDeleteBranch, OpDeleteSnapshot
 
 	// Branch is the branch written (default main; for a promote, the branch brought into).
 	Branch string `json:"branch,omitempty"`
