@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -317,5 +318,25 @@ func TestScopedConflicts(t *testing.T) {
 	}
 	if got := readAt(t, ov, "customers"); got != `{"alice":{"city":"Paris"}}` {
 		t.Fatalf("customers %s", got)
+	}
+}
+
+// TestREADMEMergeKeys: the README's configuration example names a merge key, and every principal gets it.
+func TestREADMEMergeKeys(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), "<!-- begin config example -->")
+	block, _, _ := strings.Cut(rest, "<!-- end config example -->")
+	block = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(block), "```json"), "```")
+	s, err := ParseSettings(strings.NewReader(block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, who := range []string{"release-agent", "someone"} {
+		if p := s.For(who); p.MergeKeys["/catalog/items"] != "sku" {
+			t.Errorf("%s: merge keys %v", who, p.MergeKeys)
+		}
 	}
 }

@@ -117,7 +117,7 @@ func TestMergeTableCLI(t *testing.T) {
 			s.must(catalog(tableLen, row.keyed, row.into), "import", "shop", "cat", "-")
 			s.must(catalog(tableLen, row.keyed, row.branch), "import", "shop", "cat", "-", "--branch", "agent")
 			if row.merged != nil {
-				if out := s.must("", "promote", "shop", "agent"); !strings.Contains(out, "promoted agent into main (merged by path)") {
+				if out := s.must("", "promote", "shop", "agent"); !strings.Contains(out, "promoted agent into main (three-way merge)") {
 					t.Fatalf("promote: %s", out)
 				}
 				if got, want := s.must("", "get", "shop", "cat"), catalog(tableLen, row.keyed, row.merged)+"\n"; got != want {
@@ -288,7 +288,7 @@ func TestSixAgentsCLI(t *testing.T) {
 			}
 			for a := range sixEdited {
 				out := s.must("", "promote", "shop", fmt.Sprint("agent-", a))
-				if how := map[bool]string{true: "fast-forward", false: "merged by path"}[a == 0]; !strings.Contains(out, how) {
+				if how := map[bool]string{true: "fast-forward", false: "three-way merge"}[a == 0]; !strings.Contains(out, how) {
 					t.Fatalf("promotion %d: %s", a, out)
 				}
 			}

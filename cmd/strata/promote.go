@@ -84,7 +84,7 @@ func promote(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *prom
 				FastForward bool `json:"fast_forward"`
 			}{writeResult{res.Result, wo.Author, wo.Tool}, res.FastForward})
 		}
-		how := "merged by path"
+		how := "three-way merge"
 		if res.FastForward {
 			how = "fast-forward"
 		}
