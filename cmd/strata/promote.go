@@ -63,7 +63,14 @@ func promote(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *prom
 	if err != nil {
 		return err
 	}
-	return g.asOperatorIn(ctx, dbName, "promote", []string{dbName, branch}, func(ctx context.Context, db *gate.View) error {
+	argv := []string{dbName, branch} // the audit record's digest covers the resolutions and keys too
+	for _, r := range o.resolve {
+		argv = append(argv, "--resolve="+r)
+	}
+	for _, k := range o.keys {
+		argv = append(argv, "--key="+k)
+	}
+	return g.asOperatorIn(ctx, dbName, "promote", argv, func(ctx context.Context, db *gate.View) error {
 		ch := g.change(gate.OpPromote, &o.write, "promote")
 		ch.Source, ch.Branch, ch.Message = branch, o.into, wo.Message
 		ch.Resolve, ch.Keys = resolve, keys
