@@ -148,3 +148,21 @@ func TestPromoteConflictScope(t *testing.T) {
 		}
 	}
 }
+
+// TestPromoteConflictElements: a conflict over a run of elements carries each side's run, marked elements, and
+// resolving its path takes that side's run.
+func TestPromoteConflictElements(t *testing.T) {
+	h := newHarness(t, Config{Writes: gate.WritesOn, Protected: []string{}})
+	promoteSetup(h, `{"items":["a","b","c","d","e","f"]}`, `{"items":["a","X","d","e","f"]}`, `{"items":["a","b","P","Q","R","e","f"]}`)
+	cs := conflictsOf(t, h.fail("promote", `{"database":"shop","branch":"work"}`, codeConflict))
+	if len(cs) != 1 || !cs[0].Elements || cs[0].Path != "/cat/items/1" {
+		t.Fatalf("conflicts %+v", cs)
+	}
+	if string(cs[0].Base) != `["b","c","d"]` || string(cs[0].Into) != `["X","d"]` || string(cs[0].Branch) != `["b","P","Q","R"]` {
+		t.Fatalf("runs %s %s %s", cs[0].Base, cs[0].Into, cs[0].Branch)
+	}
+	h.ok("promote", `{"database":"shop","branch":"work","resolve":{"/cat/items/1":"branch"}}`)
+	if v := h.ok("read", `{"database":"shop","resource":"cat"}`).raw("value"); v != `{"items":["a","b","P","Q","R","e","f"]}` {
+		t.Fatalf("resolved %s", v)
+	}
+}
