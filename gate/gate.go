@@ -18,6 +18,7 @@ package gate
 import (
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync/atomic"
 
@@ -104,6 +105,7 @@ func (g *Gate) As(p Principal) (*Actor, error) {
 func (a *Actor) Principal() Principal {
 	p := a.p
 	p.Protected = slices.Clone(p.Protected)
+	p.MergeKeys = maps.Clone(p.MergeKeys)
 	return p
 }
 

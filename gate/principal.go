@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -60,6 +61,9 @@ type Principal struct {
 	PlanTTL time.Duration
 	// Review lets the principal approve and reject other principals' plans, as a person out of band.
 	Review bool
+	// MergeKeys names the key member of arrays at given paths for the merges of this principal's promotes
+	// (Settings.MergeKeys): a change's own keys (Change.Keys) take precedence over these.
+	MergeKeys map[string]string
 	// Operator is the person at the terminal (the command line): every class is allowed, nothing is hidden, and
 	// protected branches do not bind them (docs/design.md §5). Their calls are audited like everyone's.
 	Operator bool
@@ -95,6 +99,9 @@ func (p Principal) Validate() error {
 	if err := p.Scope.Databases.validate("databases"); err != nil {
 		return err
 	}
+	if err := ValidMergeKeys(p.MergeKeys); err != nil {
+		return fmt.Errorf("merge keys: %w", err)
+	}
 	return p.Scope.Resources.validate("resources")
 }
 
@@ -117,6 +124,7 @@ func (p Principal) WithDefaults() Principal {
 	if p.Name == "" {
 		p.Name = "agent"
 	}
+	p.MergeKeys = maps.Clone(p.MergeKeys)
 	return p
 }
 

@@ -224,6 +224,12 @@ type Settings struct {
 	MaxSessions             int      `json:"max_sessions,omitempty"`
 	MaxSessionsPerPrincipal int      `json:"max_sessions_per_principal,omitempty"`
 	SessionIdle             Duration `json:"session_idle,omitempty"`
+	// MergeKeys names, for arrays at given paths, the member that identifies their elements when a promote merges
+	// them: a JSON Pointer from the database root, beginning with the resource and with indexes as a merge's
+	// conflicts count them ("/catalog/items", "/orders/lines") → the member ("sku"; "" aligns that array by
+	// position). Arrays not named here are aligned by "id" where every element read carries a unique one. Every
+	// principal's promote uses it, and so does strata promote --config FILE.
+	MergeKeys map[string]string `json:"merge_keys,omitempty"`
 	// Default applies to every principal the Principals map does not name (over stdio, the local user).
 	Default PrincipalSettings `json:"default"`
 	// Principals configures principals by name (a bearer token names its principal; over stdio, the OS user).
@@ -306,6 +312,9 @@ func (s *Settings) Validate() error {
 	}
 	if s.SessionIdle < 0 || (s.SessionIdle != 0 && time.Duration(s.SessionIdle) < time.Second) || time.Duration(s.SessionIdle) > 24*time.Hour {
 		return fmt.Errorf("session_idle %s: use between 1s and 24h", time.Duration(s.SessionIdle))
+	}
+	if err := ValidMergeKeys(s.MergeKeys); err != nil {
+		return fmt.Errorf("merge_keys: %w", err)
 	}
 	if s.MaxConcurrentQueries < 0 || s.MaxConcurrentQueries > 256 {
 		return fmt.Errorf("max_concurrent_queries %d: use between 1 and 256 (0 for the default %d)", s.MaxConcurrentQueries, DefaultMaxConcurrentQueries)
@@ -399,6 +408,7 @@ func (s *Settings) For(principal string) Principal {
 		Scope:     p.Scopes,
 		PlanTTL:   time.Duration(s.PlanTTL),
 		Review:    p.Review,
+		MergeKeys: s.MergeKeys,
 	}
 }
 

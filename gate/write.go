@@ -50,6 +50,13 @@ type Change struct {
 	Source   string          `json:"source,omitempty"`  // OpPromote: the branch brought in
 	Name     string          `json:"name,omitempty"`    // OpDeleteBranch, OpDeleteSnapshot
 
+	// Resolve (OpPromote) settles conflicts of the merge: a JSON Pointer from the database root, as the conflicts
+	// are reported ("/cat/items/3/price") → snapshots.ResolveBranch or snapshots.ResolveInto.
+	Resolve map[string]string `json:"resolve,omitempty"`
+	// Keys (OpPromote) names, for arrays at JSON Pointers from the database root, the member that identifies their
+	// elements in the merge (over the operator's merge keys; a plan records the keys it merged with).
+	Keys map[string]string `json:"keys,omitempty"`
+
 	// Branch is the branch written (default main; for a promote, the branch brought into).
 	Branch string `json:"branch,omitempty"`
 	// ExpectedHead refuses the write with a conflict unless the branch head is this revision.
@@ -84,6 +91,9 @@ func (ch *Change) Summary() string {
 	case OpRevert:
 		return "revert of " + branchOr(ch.Branch) + " to " + ch.Target.String()
 	case OpPromote:
+		if len(ch.Resolve) > 0 {
+			return fmt.Sprintf("promote %s into %s, settling %d conflict(s)", ch.Source, branchOr(ch.Branch), len(ch.Resolve))
+		}
 		return fmt.Sprintf("promote %s into %s", ch.Source, branchOr(ch.Branch))
 	}
 	return ch.Op
@@ -269,6 +279,9 @@ func (v *View) write(ctx context.Context, ch Change, ap *applying) (*Outcome, er
 	if err := v.visibleMessage(ctx, &ch); err != nil {
 		return nil, err
 	}
+	if ap == nil {
+		v.withMergeKeys(&ch) // a plan keeps the keys it was made with
+	}
 	var pr *snapshots.PromoteResult
 	do, err := v.doer(ctx, ch, &pr)
 	if err != nil {
@@ -277,6 +290,11 @@ func (v *View) write(ctx context.Context, ch Change, ap *applying) (*Outcome, er
 	r, plan, err := v.commitUnderPolicy(ctx, ch, ap, do)
 	if plan != nil {
 		return &Outcome{Plan: plan}, nil
+	}
+	if ch.Op == OpPromote {
+		if herr := v.hiddenConflict(pr, err); herr != nil {
+			return nil, herr
+		}
 	}
 	if ch.Op == OpPromote && pr == nil && r != nil {
 		pr = &snapshots.PromoteResult{Result: r} // an unchanged or replayed promote
@@ -423,9 +441,13 @@ func (v *View) doer(ctx context.Context, ch Change, pr **snapshots.PromoteResult
 		}
 		return func(w snapshots.WriteOptions) (*snapshots.Result, error) { return db.Revert(ctx, *ch.Target, w) }, nil
 	case OpPromote:
+		po, err := promoteOptions(ch)
+		if err != nil {
+			return nil, err
+		}
 		return func(w snapshots.WriteOptions) (*snapshots.Result, error) {
 			var err error
-			*pr, err = db.Promote(ctx, ch.Source, branchOr(ch.Branch), w)
+			*pr, err = db.PromoteWith(ctx, ch.Source, branchOr(ch.Branch), w, po)
 			if err != nil {
 				return nil, err
 			}
@@ -611,6 +633,10 @@ func (v *View) rebase(ctx context.Context, ch Change, ap *applying, w snapshots.
 	if err != nil || r == nil || r.Preview == nil {
 		if err == nil {
 			err = changed("the change now changes nothing", nil)
+		}
+		if ch.Op == OpPromote && (errors.Is(err, revision.ErrResolution) || isMergeConflict(err)) {
+			// The merge on the new head conflicts where the approved one did not, or not where it was resolved.
+			err = changed("made again on the new head, the merge would not settle the conflicts it settled", nil)
 		}
 		return nil, nil, planChanged(err, p)
 	}

@@ -162,6 +162,11 @@ func (a *args) decode(p param, raw json.RawMessage) string {
 			return fmt.Sprintf("argument %q must be an object such as {\"min\": 100}, not %s", p.name, shown)
 		}
 		a.raws[p.name] = raw
+	case kResolve:
+		if f := resolveFault(p.name, raw); f != "" {
+			return f
+		}
+		a.raws[p.name] = raw
 	case kPatch:
 		if len(raw) == 0 || raw[0] != '[' {
 			return fmt.Sprintf("argument %q must be an array of RFC 6902 operations such as [{\"op\":\"add\",\"path\":\"/a\",\"value\":1}], not %s", p.name, shown)

@@ -59,6 +59,8 @@ type Config struct {
 	Scope gate.Scope
 	// PlanTTL is how long a plan waits for its confirmation. 0 means DefaultPlanTTL.
 	PlanTTL time.Duration
+	// MergeKeys names the key member of arrays at given paths for promote's merges (gate.Settings.MergeKeys).
+	MergeKeys map[string]string
 	// MaxConcurrentQueries caps the jq programs running at once in the engine the server makes (a shared Engine
 	// brings its own cap). 0 means DefaultMaxConcurrentQueries.
 	MaxConcurrentQueries int
@@ -82,7 +84,8 @@ type Config struct {
 
 // principal is the gate's principal this configuration describes.
 func (c Config) principal() gate.Principal {
-	return gate.Principal{Name: c.Principal, Mode: c.Writes, Policy: c.Policy, Scope: c.Scope, Protected: c.Protected, PlanTTL: c.PlanTTL}
+	return gate.Principal{Name: c.Principal, Mode: c.Writes, Policy: c.Policy, Scope: c.Scope, Protected: c.Protected, PlanTTL: c.PlanTTL,
+		MergeKeys: c.MergeKeys}
 }
 
 // Validate checks the configuration without starting anything, so that a command line can refuse bad flags before

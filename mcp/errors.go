@@ -57,11 +57,8 @@ type violationJSON struct {
 	Message string `json:"message"`
 }
 
-// conflictJSON is one path a promote could not merge.
-type conflictJSON struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
+// conflictJSON is one path a promote could not merge, with its base, into and branch values (resolve.go).
+type conflictJSON = gate.ConflictReport
 
 // codedError is an error this package makes itself (bad arguments, policy, output caps), already carrying its code.
 type codedError struct {

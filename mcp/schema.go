@@ -30,6 +30,7 @@ const (
 	kJSON                // any JSON value, kept as its exact raw text
 	kPatch               // an array of RFC 6902 operations, kept as its exact raw text
 	kParams              // jq variables: an object of any JSON values (or null for none), kept as its exact raw text
+	kResolve             // promote's resolutions: an object from JSON Pointer to "branch" or "into" (resolve.go)
 )
 
 // param is one argument of a tool: its input schema and its decoding come from this one description.
@@ -62,9 +63,9 @@ func (p param) schema() schema {
 		s["type"] = "boolean"
 	case kJSON:
 		// Any JSON value: untyped, described. The decoder keeps its exact text.
-	case kParams:
-		// An object whose member names are the caller's variables cannot be a closed object schema, and an open
-		// object with no properties is refused by Gemini: untyped, described; the decoder checks it is an object.
+	case kParams, kResolve:
+		// An object whose member names are the caller's variables (or paths) cannot be a closed object schema, and
+		// an open object with no properties is refused by Gemini: untyped, described; the decoder checks it.
 	case kPatch:
 		s["type"] = "array"
 		s["items"] = object([]string{"op", "path"},
@@ -77,7 +78,7 @@ func (p param) schema() schema {
 	default:
 		panic(fmt.Sprintf("param %s: unknown kind %d", p.name, p.kind))
 	}
-	if (p.kind == kJSON || p.kind == kParams) && p.desc == "" {
+	if (p.kind == kJSON || p.kind == kParams || p.kind == kResolve) && p.desc == "" {
 		panic("param " + p.name + ": free-form JSON needs a description")
 	}
 	return s

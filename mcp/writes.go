@@ -99,10 +99,10 @@ func (c *call) write(ctx context.Context, ch gate.Change) (string, any, error) {
 // answer shapes the outcome of a write (a call's, or a plan's being applied).
 func (c *call) answer(ctx context.Context, v *gate.View, ch gate.Change, out *gate.Outcome, err error) (string, any, error) {
 	if err != nil {
-		if out != nil && out.Promote != nil && len(out.Promote.Conflicts) > 0 {
-			return "", nil, c.conflicts(ch, out.Promote, err)
+		if out != nil && out.Promote != nil && len(out.Promote.Conflicts) > 0 && gate.Code(err) == codeConflict {
+			return "", nil, c.conflicts(ctx, v, ch, out.Promote, err)
 		}
-		return "", nil, err
+		return "", nil, resolutionError(err)
 	}
 	switch {
 	case out.Plan != nil:
@@ -237,10 +237,11 @@ func writeTools() []*toolSpec {
 		},
 		{
 			name: "promote", title: "Promote a branch", write: true, destructive: true,
-			desc: "Bring the changes of branch into the branch into (default main): a fast-forward if into has not moved, else a three-way merge by path. Paths both sides changed differently come back as conflicts; nothing is written.",
+			desc: "Bring the changes of branch into the branch into (default main): a fast-forward if into has not moved, else a three-way merge: objects by member, arrays by element (objects with a unique id aligned by it). Paths both sides changed differently come back as conflicts, with base, into and branch values; nothing is written unless resolve settles each.",
 			params: one(pDatabase,
 				param{name: "branch", kind: kString, required: true, desc: "the branch to bring in"},
 				param{name: "into", kind: kString},
+				pResolve,
 				param{name: "expected_head", kind: kInteger, min: 1, desc: "of into"},
 				param{name: "message", kind: kString},
 				param{name: "idempotency_key", kind: kString}),
@@ -471,18 +472,6 @@ type promoteOut struct {
 func promote(ctx context.Context, c *call) (string, any, error) {
 	ch := c.change(gate.OpPromote)
 	ch.Source, ch.Branch = c.a.str("branch"), branchOr(c.a.str("into"))
+	ch.Resolve = resolveArg(c.a.raw("resolve"))
 	return c.write(ctx, ch)
-}
-
-// conflicts is the error of a promote whose merge conflicts: the paths, listed in conflicts.
-func (c *call) conflicts(ch gate.Change, pr *snapshots.PromoteResult, err error) error {
-	into := branchOr(ch.Branch)
-	e := &codedError{toolError: toolError{Code: codeConflict,
-		Message: fmt.Sprintf("promoting %s into %s conflicts at %d path(s), listed in conflicts; nothing was written", ch.Source, into, len(pr.Conflicts)),
-		Hint:    "make the branch agree with " + into + " at those paths (read both sides, then patch the branch), and promote again"},
-		err: err}
-	for _, cf := range pr.Conflicts {
-		e.Conflicts = append(e.Conflicts, conflictJSON{Path: cf.Path, Reason: cf.Reason})
-	}
-	return e
 }
