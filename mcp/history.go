@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
@@ -167,7 +168,7 @@ func fitOps(ops []revision.DiffOp, budget int) (out []diffOp, cut, elidedAny boo
 		op := diffOp{Op: o.Op, Path: o.Path, From: o.From, Value: o.Value, OldValue: o.OldValue}
 		for _, v := range []*json.RawMessage{&op.Value, &op.OldValue} {
 			if *v != nil && shownLen(*v) > perValue {
-				*v = elidedRaw(*v, o.Path)
+				*v = gate.ElidedRaw(*v, o.Path)
 				elidedAny = true
 			}
 		}
@@ -179,26 +180,6 @@ func fitOps(ops []revision.DiffOp, budget int) (out []diffOp, cut, elidedAny boo
 		out = append(out, op)
 	}
 	return out, false, elidedAny
-}
-
-// elidedRaw is the marker for a raw JSON value left out.
-func elidedRaw(raw json.RawMessage, p string) json.RawMessage {
-	kind := "string"
-	switch raw[0] {
-	case '{':
-		kind = "object"
-	case '[':
-		kind = "array"
-	case 't', 'f':
-		kind = "boolean"
-	case 'n':
-		kind = "null"
-	case '"':
-	default:
-		kind = "number"
-	}
-	b, _ := json.Marshal(elided{Elided: kind, Path: p, Bytes: uint64(len(raw))})
-	return b
 }
 
 // ---- diff

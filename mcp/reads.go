@@ -641,15 +641,8 @@ type readOut struct {
 }
 
 // elided is the marker that stands for a value left out (the same shape as package revision's markers).
-type elided struct {
-	Elided string `json:"$elided"`
-	Path   string `json:"path"`
-	Count  uint64 `json:"count,omitempty"`
-	Bytes  uint64 `json:"bytes"`
-}
-
 func elisionOf(v revision.Value, p string) json.RawMessage {
-	b, _ := json.Marshal(elided{Elided: v.Kind().String(), Path: p, Count: v.Len(), Bytes: v.Size()})
+	b, _ := json.Marshal(gate.Elided{Elided: v.Kind().String(), Path: p, Count: v.Len(), Bytes: v.Size()})
 	return b
 }
 

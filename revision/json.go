@@ -216,3 +216,10 @@ func (r *reader) materializeAs(enc string, exactNumbers bool) (any, error) {
 	}
 	return nil, fmt.Errorf("%w: unknown value tag %d", codec.ErrMalformed, enc[0])
 }
+
+// AppendJSONString appends s, valid UTF-8, as a JSON string literal, escaped as Strata writes every string.
+func AppendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = codec.AppendEscaped(b, s)
+	return append(b, '"')
+}
