@@ -75,6 +75,12 @@ type PostgresOptions struct {
 	CommitTimeout time.Duration
 	// ConnectTimeout bounds opening a connection when the URL sets none (default 10 s).
 	ConnectTimeout time.Duration
+	// OnCommit, when set, is told about every write transaction committed (or that failed to commit): the
+	// duration of the round trip that carries its writes and COMMIT. OnRoundTrip, when set, hears the duration of
+	// every round trip to the server: each query, batch and COPY. Both are called synchronously: they must be
+	// quick.
+	OnCommit    func(CommitStats)
+	OnRoundTrip func(time.Duration)
 }
 
 // Postgres is one PostgreSQL database holding Strata databases, with a pool of connections to it. Its methods are
@@ -134,6 +140,9 @@ func OpenPostgres(ctx context.Context, rawURL string, opts *PostgresOptions) (*P
 	}
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
+	}
+	if o.OnRoundTrip != nil {
+		cfg.ConnConfig.Tracer = &pgTracer{onRoundTrip: o.OnRoundTrip}
 	}
 	host := cfg.ConnConfig.Host
 	if strings.HasPrefix(host, "/") {
