@@ -476,3 +476,21 @@ func (p *Postgres) Drop(ctx context.Context, name string) error {
 	}
 	return p.fail(ctx, "dropping database "+strconv.Quote(name), err)
 }
+
+// Writable reports, in one round trip, whether the server is reachable and takes writes (it is not a standby in
+// recovery): a readiness probe's question. The error is ErrUnavailable's, or says the server is read-only.
+func (p *Postgres) Writable(ctx context.Context) error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var standby bool
+	if err := p.pool.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&standby); err != nil {
+		return fmt.Errorf("%w: %s: %s", ErrUnavailable, p.where, scrub(err.Error(), p.pw))
+	}
+	if standby {
+		return fmt.Errorf("%s is a standby in recovery: it takes no writes", p.where)
+	}
+	return nil
+}
