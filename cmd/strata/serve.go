@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,6 +34,8 @@ type serveOptions struct {
 	tokenFile string
 	tlsCert   string
 	tlsKey    string
+	// metricsListen is where /metrics, /healthz and /readyz are served ("": no metrics).
+	metricsListen string
 	// onRefused, when set, hears of every request refused for want of authentication or over a rate limit (the
 	// audit log's hook); see transport.AuthOptions.OnRefused.
 	onRefused func(principal, remote, decision string)
@@ -94,15 +97,16 @@ tokens the OS user running the server.`,
 	cmd.Flags().StringVar(&o.tokenFile, "token-file", "", "file of PRINCIPAL TOKEN lines (mode 600): require bearer tokens")
 	cmd.Flags().StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate (PEM) to serve HTTPS; needs --tls-key")
 	cmd.Flags().StringVar(&o.tlsKey, "tls-key", "", "TLS private key (PEM) of --tls-cert")
+	cmd.Flags().StringVar(&o.metricsListen, "metrics-listen", "", "address to serve Prometheus /metrics (and /healthz, /readyz) on (loopback only without --token-file); off unless given")
 	return cmd
 }
 
 // serveHTTP serves MCP over HTTP until ctx ends.
 func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serveOptions) (err error) {
-	logger := mcpLogger(stderr)
 	var tokens []transport.Token
 	var tlsConfig *tls.Config
-	b, err := openMCP(g, &o.mcpFlags, logger, func(*gate.Settings) error {
+	o.metrics = o.metricsListen != ""
+	b, err := openMCP(ctx, g, &o.mcpFlags, stderr, func(*gate.Settings) error {
 		if o.tokenFile != "" {
 			if tokens, err = transport.LoadTokens(o.tokenFile); err != nil {
 				return usageErrorf("--token-file %s: %v", o.tokenFile, err)
@@ -114,6 +118,11 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 		if tlsConfig, err = transport.LoadTLS(o.tlsCert, o.tlsKey); err != nil {
 			return usageErrorf("%v", err)
 		}
+		if o.metricsListen != "" {
+			if err := transport.CheckListen(o.metricsListen, tokens != nil); err != nil {
+				return usageErrorf("%s", strings.Replace(err.Error(), "--listen", "--metrics-listen", 1))
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -124,6 +133,7 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 			err = cerr
 		}
 	}()
+	logger := b.logger
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
@@ -158,7 +168,7 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	sessions := mcpsdk.NewStreamableHTTPHandler(serverOf, &mcpsdk.StreamableHTTPOptions{
 		SessionTimeout:      idle,
 		MaxRequestBodyBytes: transport.MaxBodyBytes,
-		Logger:              logger,
+		Logger:              sdkLogger(logger),
 		// With tokens the server may sit behind a proxy on the same machine; Guard checks Host and Origin.
 		DisableLocalhostProtection: tokens != nil,
 	})
@@ -166,13 +176,15 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 		Stateless:                    true,
 		PropagateRequestCancellation: true,
 		MaxRequestBodyBytes:          transport.MaxBodyBytes,
-		Logger:                       logger,
+		Logger:                       sdkLogger(logger),
 		DisableLocalhostProtection:   tokens != nil,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", auth.Handler(byRevision(sessions, perRequest)))
-	hs := transport.NewHTTPServer(transport.Guard(transport.ListenHosts(o.listen, addr.Port), tokens != nil,
-		http.NewCrossOriginProtection().Handler(mux)), tlsConfig, logger)
+	ready := &readiness{g: b.gate, logger: logger}
+	// /healthz and /readyz answer load balancers without credentials, ahead of the Host and Origin checks.
+	hs := transport.NewHTTPServer(healthHandler(ready, transport.Guard(transport.ListenHosts(o.listen, addr.Port), tokens != nil,
+		http.NewCrossOriginProtection().Handler(mux))), tlsConfig, logger)
 	scheme, who := "http", "as "+g.env.user()
 	if tlsConfig != nil {
 		scheme = "https"
@@ -180,8 +192,20 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	if tokens != nil {
 		who = fmt.Sprintf("bearer tokens for %d principal%s", len(tokens), plural(len(tokens)))
 	}
-	fmt.Fprintf(stderr, "strata serve: serving %s at %s://%s/mcp, writes %s, %s\n", b.dir.Path(), scheme, addr, b.mode(), who)
-	errc := make(chan error, 1)
+	b.say(stderr, "strata serve: serving %s at %s://%s/mcp, writes %s, %s", b.dir.Path(), scheme, addr, b.mode(), who)
+	errc := make(chan error, 2)
+	var ms *http.Server
+	if o.metricsListen != "" {
+		b.metrics.reg.MustRegister(newScraped(&scraped{nodes: b.nodes, engine: b.engine, dir: b.dir, sessions: auth.Sessions,
+			ready: ready, valueMax: b.valueMax}))
+		var mln net.Listener
+		if ms, mln, err = metricsServer(o.metricsListen, tokens != nil, b.metrics.reg, ready, logger); err != nil {
+			ln.Close()
+			return err
+		}
+		b.say(stderr, "strata serve: metrics at http://%s/metrics", mln.Addr())
+		go func() { errc <- ms.Serve(mln) }()
+	}
 	go func() {
 		if tlsConfig != nil {
 			errc <- hs.ServeTLS(ln, "", "")
@@ -199,10 +223,16 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	if err := hs.Shutdown(sctx); err != nil {
 		hs.Close() // event streams stay open: cut them
 	}
+	if ms != nil {
+		ms.Close()
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	fmt.Fprintln(stderr, "strata serve: stopped")
+	b.say(stderr, "strata serve: stopped")
 	return nil
 }
 
