@@ -76,7 +76,11 @@ deny lists of databases and resources). Over stdio the principal is the OS user:
 "principals", else "default". A --writes flag that contradicts the file's "writes" stops startup, as does
 any unknown field or bad value.
 
-Revisions the agent makes record the OS user as their author and the tool as their tool.`,
+Revisions the agent makes record the OS user as their author and the tool as their tool.
+
+The log goes to stderr only (stdout is the protocol): one line per request at info (--log-level), as text
+on a terminal or JSON otherwise (--log-format). With OTEL_EXPORTER_OTLP_ENDPOINT set, every request is an
+OpenTelemetry span exported over OTLP/HTTP.`,
 		Example: `  strata mcp --data ./strata-data
   strata mcp --data ./strata-data --config strata.json
   claude mcp add strata -- strata mcp --data /path/to/strata-data --writes branches`,

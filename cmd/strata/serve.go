@@ -80,11 +80,19 @@ others. A principal over its rate limit gets 429 with Retry-After, and its call 
 flag that contradicts the file stops startup, as does any unknown field or bad value.
 
 Revisions the agents make record their principal as their author: the token's principal, or without
-tokens the OS user running the server.`,
+tokens the OS user running the server.
+
+For the operator: /healthz (the process serves) and /readyz (it can take writes) answer without
+credentials. --metrics-listen ADDR serves Prometheus metrics at http://ADDR/metrics, with /healthz and
+/readyz, loopback only without --token-file. The log goes to stderr, one line per request at info
+(--log-level), as text on a terminal or JSON otherwise (--log-format); it never holds a token or a
+value. With OTEL_EXPORTER_OTLP_ENDPOINT set, every request is an OpenTelemetry span exported over
+OTLP/HTTP. See the README, "Operating Strata".`,
 		Example: `  strata serve --data ./strata-data
   strata serve --data ./strata-data --writes branches --listen 127.0.0.1:8080
   strata serve --data ./strata-data --config strata.json --token-file tokens --listen 0.0.0.0:7411 \
       --tls-cert cert.pem --tls-key key.pem
+  strata serve --data ./strata-data --metrics-listen 127.0.0.1:9464 --log-format json
   claude mcp add --transport http strata http://127.0.0.1:7411/mcp`,
 		Args: args(0, 0),
 		RunE: action(func(cmd *cobra.Command, _ []string) error {

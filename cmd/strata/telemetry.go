@@ -95,8 +95,12 @@ func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= h.min && h.Handler.Enabled(ctx, l)
 }
 
-func (h atLeast) WithAttrs(as []slog.Attr) slog.Handler { return atLeast{h.Handler.WithAttrs(as), h.min} }
-func (h atLeast) WithGroup(name string) slog.Handler    { return atLeast{h.Handler.WithGroup(name), h.min} }
+func (h atLeast) WithAttrs(as []slog.Attr) slog.Handler {
+	return atLeast{h.Handler.WithAttrs(as), h.min}
+}
+func (h atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{h.Handler.WithGroup(name), h.min}
+}
 
 // say writes one of the lines a server says to the person who started it (serving, stopped): plain text, or with
 // --log-format json a log record whose message is the same sentence (so that the whole of stderr is JSON).

@@ -105,7 +105,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 }
 
 const (
-	valueMarker = "VALUE-MARKER-5417"  // in a document: never in a log line
+	valueMarker = "VALUE-MARKER-5417" // in a document: never in a log line
 	jqMarker    = "JQ-OUTPUT-MARK-93" // what a jq program outputs: never in a log line
 	wrongToken  = "wrong-0123456789abcdefghijklmnopqrstuvwxyzAB"
 )
