@@ -150,7 +150,7 @@ func (s *server) startSpan(ctx context.Context, tracer trace.Tracer, method, tar
 		transport = "tcp"
 	}
 	attrs = append(attrs, attribute.String("network.transport", transport))
-	if ss := req.GetSession(); ss != nil {
+	if ss, ok := req.GetSession().(*mcpsdk.ServerSession); ok && ss != nil {
 		if id := ss.ID(); id != "" {
 			attrs = append(attrs, attribute.String("mcp.session.id", id))
 		}

@@ -133,3 +133,28 @@ func TestRequestSpans(t *testing.T) {
 		t.Errorf("failed read span: trace %s, parent %s; want the client's trace context from params._meta", got, read.Parent().SpanID())
 	}
 }
+
+// discardSpans takes spans and drops them.
+type discardSpans struct{}
+
+func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardSpans) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkRequestSpan is what tracing adds to a request: its span made, with the MCP semantic conventions'
+// attributes and the request id, ended and handed to a batching processor (the exporter drops it). Compare with
+// BenchmarkReadTool, the whole round trip.
+func BenchmarkRequestSpan(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}))
+	defer tp.Shutdown(context.Background())
+	tracer := tp.Tracer(tracerName)
+	s := &server{cfg: Config{Transport: "stdio"}}
+	req := &mcpsdk.CallToolRequest{Params: &mcpsdk.CallToolParamsRaw{Name: "read", Arguments: json.RawMessage(`{}`),
+		Meta: mcpsdk.Meta{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}
+	res := &mcpsdk.CallToolResult{}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, span := s.startSpan(ctx, tracer, "tools/call", "read", "", req)
+		endSpan(span, res, nil, "ok", 0)
+	}
+}

@@ -152,3 +152,28 @@ func (d *Dir) Ready(ctx context.Context) error {
 	}
 	return nil
 }
+
+// PendingPlans counts the plans waiting for a confirmation (pending, not expired) in the databases opened through
+// the directory so far (a server opens a database on its first request), for an operator's metrics.
+func (d *Dir) PendingPlans(ctx context.Context) (int, error) {
+	d.mu.Lock()
+	dbs := make([]*DB, 0, len(d.dbs))
+	for _, db := range d.dbs {
+		dbs = append(dbs, db)
+	}
+	d.mu.Unlock()
+	n := 0
+	for _, db := range dbs {
+		ps, err := db.Plans(ctx)
+		if err != nil {
+			return n, err
+		}
+		now := db.now()
+		for _, p := range ps {
+			if p.StateAt(now) == PlanPending {
+				n++
+			}
+		}
+	}
+	return n, nil
+}

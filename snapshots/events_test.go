@@ -87,11 +87,17 @@ func TestCommitAndPlanEvents(t *testing.T) {
 	}
 	must(0, db.SavePlan(ctx, mk("plan-a")))
 	must(0, db.SavePlan(ctx, mk("plan-b")))
+	if n := must(d.PendingPlans(ctx)); n != 2 {
+		t.Fatalf("%d plans pending, want 2", n)
+	}
 	must(db.DecidePlan(ctx, "plan-b", false, "operator", "no"))
 	must(db.Put(ctx, "doc", []byte(`{"a":2}`), WriteOptions{ExpectedHead: head.Rev.Number, InTx: db.ConsumePlan("plan-a", "agent", "alice")}))
 	// A refused apply (already applied) tells nothing.
 	if _, err := db.Put(ctx, "doc", []byte(`{"a":3}`), WriteOptions{InTx: db.ConsumePlan("plan-a", "agent", "alice")}); err == nil {
 		t.Fatal("a plan applied twice")
+	}
+	if n := must(d.PendingPlans(ctx)); n != 0 {
+		t.Fatalf("%d plans pending after both were decided", n)
 	}
 	rec.mu.Lock()
 	got := fmt.Sprint(rec.plans)

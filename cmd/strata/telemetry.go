@@ -107,7 +107,8 @@ func (h atLeast) WithGroup(name string) slog.Handler {
 func (b *mcpBackend) say(stderr io.Writer, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if b.jsonLog {
-		b.logger.Info(msg)
+		// Whatever --log-level says: scripts and people wait for these lines.
+		_ = b.logger.Handler().Handle(context.Background(), slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0))
 		return
 	}
 	fmt.Fprintln(stderr, msg)
@@ -448,9 +449,10 @@ func metricsServer(addr string, tokens bool, reg *prometheus.Registry, ready *re
 func tracing(ctx context.Context, getenv func(string) string) (tp trace.TracerProvider, shutdown func(context.Context) error, err error) {
 	// The traces endpoint is used as it is; the general one gets the signal's path (OTLP's exporter
 	// configuration).
-	endpoint := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	name, endpoint := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 	if endpoint == "" {
-		if base := getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); base != "" {
+		name = "OTEL_EXPORTER_OTLP_ENDPOINT"
+		if base := getenv(name); base != "" {
 			endpoint = strings.TrimSuffix(base, "/") + "/v1/traces"
 		}
 	}
@@ -458,7 +460,7 @@ func tracing(ctx context.Context, getenv func(string) string) (tp trace.TracerPr
 		return nil, func(context.Context) error { return nil }, nil
 	}
 	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, nil, usageErrorf("OTEL_EXPORTER_OTLP_ENDPOINT %q: use an http:// or https:// URL, such as http://localhost:4318", endpoint)
+		return nil, nil, usageErrorf("%s=%s: use an http:// or https:// URL, such as http://localhost:4318", name, getenv(name))
 	}
 	if p := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"); p == "" {
 		p = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")

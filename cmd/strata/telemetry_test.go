@@ -279,6 +279,52 @@ func TestServeMetricsListen(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "--log-level") {
 		t.Errorf("--log-level loud: exit %d, %q", code, errOut)
 	}
+	bad := newSession(t, false, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"})
+	_, errOut, code = bad.run("", "mcp")
+	if code != exitUsage || !strings.Contains(errOut, "OTEL_EXPORTER_OTLP_ENDPOINT=collector:4318") {
+		t.Errorf("an OTLP endpoint that is not a URL: exit %d, %q", code, errOut)
+	}
+}
+
+// TestMCPLogText: strata mcp with --log-format text writes the serving line and one line per request as text on
+// stderr, and nothing but the protocol on stdout.
+func TestMCPLogText(t *testing.T) {
+	s := newSession(t, false, nil)
+	s.setup()
+	clientIn, serverOut := io.Pipe()
+	serverIn, clientOut := io.Pipe()
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runIn(s.e, []string{"--data", s.data, "mcp", "--log-format", "text"}, serverIn, io.MultiWriter(serverOut, &stdout), &stderr)
+		serverOut.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcpsdk.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "read", Arguments: json.RawMessage(`{"database":"shop","resource":"doc","path":"/a"}`)}); err != nil || res.IsError {
+		t.Fatalf("read: %v %+v", err, res)
+	}
+	cs.Close()
+	clientOut.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("strata mcp exited %d: %s", code, stderr.String())
+	}
+	errOut := stderr.String()
+	if !strings.HasPrefix(errOut, "strata mcp: serving ") {
+		t.Errorf("stderr does not start with the plain serving line: %q", errOut)
+	}
+	if !strings.Contains(errOut, "level=INFO msg=request method=tools/call tool=read principal=ada") || !strings.Contains(errOut, "outcome=ok") {
+		t.Errorf("no text request line on stderr: %q", errOut)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		if !strings.HasPrefix(line, `{"jsonrpc":"2.0"`) {
+			t.Errorf("stdout holds a line that is not the protocol: %q", line)
+		}
+	}
 }
 
 // otlpReceiver is a fake OpenTelemetry collector: OTLP/HTTP (protobuf) on loopback, keeping the spans it gets.
