@@ -517,11 +517,18 @@ func (l *Log) Check() error {
 	return l.keyCheck(keyID)
 }
 
+// replaceWait bounds how long lock keeps reopening a log that other appenders keep rotating.
+const replaceWait = 30 * time.Second
+
 // lock takes the exclusive lock on the file at l.path. If the file was renamed or removed since it was opened
 // (rotated by another appender, or by an operator), it opens the file now at the path, so that records go where
 // readers look.
+//
+// A rotation by another appender can replace the file again while this one waits for the new file's lock (flock
+// is not fair, and a log rotating every few records, as the tests make it, is replaced many times a second), so it
+// tries for as long as replaceWait rather than a number of times; at real rotation sizes it reopens at most once.
 func (l *Log) lock() error {
-	for range 10 {
+	for deadline := time.Now().Add(replaceWait); time.Now().Before(deadline); {
 		if err := filelock.Lock(l.f, true); err != nil {
 			return fmt.Errorf("audit: locking %s: %w", l.path, err)
 		}
@@ -545,7 +552,7 @@ func (l *Log) lock() error {
 		l.f.Close()
 		l.f, l.cached = f, false
 	}
-	return fmt.Errorf("audit: %s keeps being replaced", l.path)
+	return fmt.Errorf("audit: %s kept being replaced for %s", l.path, replaceWait)
 }
 
 // tail returns the file's size and the last record's seq, hash and key id, cutting off a torn last line. The lock

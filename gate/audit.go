@@ -95,12 +95,13 @@ func OutcomeOf(err error) string {
 
 // End appends the call's record, with its outcome (audit.OutcomeOK, an error code, or what the front end calls a
 // failure of its own: "PROTOCOL_ERROR", "INTERNAL", "INPUT_REQUIRED"). A call ends once; later Ends do nothing.
-// While a record cannot be appended, writes are refused (fail closed).
-func (c *Call) End(outcome string) {
+// While a record cannot be appended, writes are refused (fail closed). It returns the record (the zero Record when
+// the call had already ended), for the front end's request log.
+func (c *Call) End(outcome string) audit.Record {
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
-		return
+		return audit.Record{}
 	}
 	c.ended = true
 	rec := audit.Record{Principal: c.a.p.Name, Client: c.info.Client, Transport: c.info.Transport, Tool: c.info.Tool,
@@ -125,7 +126,7 @@ func (c *Call) End(outcome string) {
 	}
 	g := c.a.g
 	if g.audit == nil {
-		return
+		return rec
 	}
 	if _, err := g.audit.Append(rec); err != nil {
 		g.auditFailed.Store(true)
@@ -133,4 +134,5 @@ func (c *Call) End(outcome string) {
 	} else {
 		g.auditFailed.Store(false)
 	}
+	return rec
 }

@@ -16,7 +16,9 @@
 package gate
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -80,6 +82,16 @@ func (g *Gate) Close() error {
 		return g.engine.Close()
 	}
 	return nil
+}
+
+// Ready reports whether the gate can take writes now, cheaply enough for a load balancer's probe: the audit log
+// takes records (writes are refused while it cannot) and the data location is ready (snapshots.Dir.Ready: reachable,
+// writable, no database fail-stopped). The error says why, for the operator's log.
+func (g *Gate) Ready(ctx context.Context) error {
+	if g.auditFailed.Load() {
+		return fmt.Errorf("%w: the audit log cannot be appended to; writes are refused until it can", snapshots.ErrNotReady)
+	}
+	return g.dir.Ready(ctx)
 }
 
 // Engine is the engine the gate runs programs in (for its limits; programs run through View.Query and

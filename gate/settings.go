@@ -230,6 +230,10 @@ type Settings struct {
 	// position). Arrays not named here are aligned by "id" where every element read carries a unique one. Every
 	// principal's promote uses it, and so does strata promote --config FILE.
 	MergeKeys map[string]string `json:"merge_keys,omitempty"`
+	// DatabaseClasses groups databases for the metrics of strata serve --metrics-listen: each class's name and the
+	// patterns of the databases in it (a name, `*` standing for any run of characters, as in scopes). A database in
+	// no class counts as "other". Metrics never carry a database's own name: there could be any number of them.
+	DatabaseClasses map[string][]string `json:"database_classes,omitempty"`
 	// Default applies to every principal the Principals map does not name (over stdio, the local user).
 	Default PrincipalSettings `json:"default"`
 	// Principals configures principals by name (a bearer token names its principal; over stdio, the OS user).
@@ -341,6 +345,9 @@ func (s *Settings) Validate() error {
 			return err
 		}
 	}
+	if err := validClasses(s.DatabaseClasses); err != nil {
+		return err
+	}
 	if err := check("default", s.Default); err != nil {
 		return err
 	}
@@ -424,4 +431,50 @@ func (s *Settings) RateLimitFor(principal string) RateLimit {
 		return *s.RateLimit
 	}
 	return DefaultRateLimit
+}
+
+// OtherClass is the class of a database that no class of DatabaseClasses names.
+const OtherClass = "other"
+
+// maxClasses bounds DatabaseClasses: each class is a label value of every per-database metric.
+const maxClasses = 32
+
+func validClasses(cs map[string][]string) error {
+	if len(cs) > maxClasses {
+		return fmt.Errorf("database_classes: %d classes; use at most %d (each is a label value of the metrics)", len(cs), maxClasses)
+	}
+	for name, patterns := range cs {
+		if name == "" || len(name) > 32 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
+			return fmt.Errorf("database_classes: class %q: a class name has 1 to 32 lower-case letters, digits, _ and -", name)
+		}
+		if len(patterns) == 0 {
+			return fmt.Errorf("database_classes: class %q has no database pattern; list its databases (`*` for any run of characters)", name)
+		}
+		if err := (Names{Allow: patterns}).validate("database_classes " + name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DatabaseClass returns a function that tells the class of a database: the first class, in name order, with a
+// pattern that matches it, else OtherClass.
+func (s *Settings) DatabaseClass() func(database string) string {
+	names := make([]string, 0, len(s.DatabaseClasses))
+	for n := range s.DatabaseClasses {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	classes := make([]Names, len(names))
+	for i, n := range names {
+		classes[i] = Names{Allow: s.DatabaseClasses[n]}
+	}
+	return func(database string) string {
+		for i, c := range classes {
+			if c.Permits(database) {
+				return names[i]
+			}
+		}
+		return OtherClass
+	}
 }

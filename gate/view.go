@@ -367,7 +367,9 @@ func (v *View) ShowRevision(ctx context.Context, n uint64, maxOps int) (*snapsho
 // Diff compares two states the principal resolved through this view: the whole database (permitted resources
 // only), one resource, or a path inside it. A hidden resource is absent from both states, as a missing one is.
 // opts.MaxOps bounds the operations computed.
-func (v *View) Diff(ctx context.Context, from, to snapshots.State, resource string, ptr revision.Pointer, opts *revision.DiffOptions) (*revision.DiffResult, error) {
+func (v *View) Diff(ctx context.Context, from, to snapshots.State, resource string, ptr revision.Pointer, opts *revision.DiffOptions) (d *revision.DiffResult, err error) {
+	ctx, end := diffSpan(ctx)
+	defer func() { end(d, err) }()
 	switch {
 	case !v.a.limited() || (resource != "" && v.a.resPermitted(resource)):
 		d, _, _, err := v.db.Diff(ctx, snapshots.Ref{Revision: from.Rev.Number}, snapshots.Ref{Revision: to.Rev.Number}, resource, ptr, opts)

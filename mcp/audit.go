@@ -32,7 +32,7 @@ func (s *server) auditMiddleware(next mcpsdk.MethodHandler) mcpsdk.MethodHandler
 		}
 		ctx, call := s.actor.Call(ctx, s.callInfo(method, req))
 		res, err := next(ctx, method, req)
-		call.End(outcomeOf(res, err))
+		noteRecord(ctx, call.End(outcomeOf(res, err)))
 		return res, err
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/strata-db/strata/audit"
 	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/query"
@@ -75,6 +77,13 @@ type Config struct {
 	// server). nil: the server makes its own, with the default limits and a random cursor key, closed when the
 	// server is no longer reachable (its workers also end with the process).
 	Engine *query.Engine
+
+	// Observe, when set, is told about every request once it is answered (not notifications): the request log and
+	// the metrics of an operator hang here (telemetry.go). It is called synchronously: it must be quick.
+	Observe func(RequestInfo)
+	// Tracer, when set, makes every request a span, following OpenTelemetry's MCP semantic conventions
+	// (telemetry.go), with its commits, queries and diffs as child spans.
+	Tracer trace.TracerProvider
 
 	// beforeHandler, when set, runs at the start of every tool handler: tests inject panics with it.
 	beforeHandler func(tool string)

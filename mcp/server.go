@@ -150,6 +150,9 @@ func NewServerFor(actor *gate.Actor, cfg Config) (*mcpsdk.Server, error) {
 		s.tools = append(s.tools, t)
 		srv.AddTool(t.mcpTool(), s.handler(t))
 	}
+	if s.cfg.Observe != nil || s.cfg.Tracer != nil {
+		srv.AddReceivingMiddleware(s.telemetryMiddleware) // around the audit's: added last, runs first
+	}
 	s.addResources(srv)
 	s.addPrompts(srv)
 	return srv, nil

@@ -83,6 +83,7 @@ type materialCache struct {
 	loading     map[store.Hash]*loadCall
 	slots       chan struct{}
 	loadTimeout time.Duration
+	stats       *engineStats // the engine's: lookups are counted there
 }
 
 type loadCall struct {
@@ -161,11 +162,13 @@ func (m *materialCache) materialize(ctx context.Context, f *revision.Forest, v r
 	}
 	h := v.Hash()
 	if x, ok := m.lru.get(h); ok {
+		m.count(true)
 		return x, true, nil
 	}
 	m.mu.Lock()
 	if c, ok := m.loading[h]; ok {
 		m.mu.Unlock()
+		m.count(true)
 		select {
 		case <-c.done:
 			return c.v, true, c.err
@@ -176,6 +179,7 @@ func (m *materialCache) materialize(ctx context.Context, f *revision.Forest, v r
 	c := &loadCall{done: make(chan struct{})}
 	m.loading[h] = c
 	m.mu.Unlock()
+	m.count(false)
 
 	// Materialise in a goroutine of its own, under a context of its own: a caller whose deadline passes returns at
 	// once, and the value still reaches the cache for the next query. At most loadSlots loads run at a time, and
@@ -202,5 +206,15 @@ func (m *materialCache) materialize(ctx context.Context, f *revision.Forest, v r
 		return c.v, false, c.err
 	case <-ctx.Done():
 		return material{}, false, ctx.Err()
+	}
+}
+
+func (m *materialCache) count(hit bool) {
+	switch {
+	case m.stats == nil:
+	case hit:
+		m.stats.matHits.Add(1)
+	default:
+		m.stats.matMisses.Add(1)
 	}
 }

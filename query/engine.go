@@ -133,6 +133,7 @@ type Engine struct {
 	closed   chan struct{}
 	closeMu  sync.Once
 	slots    chan struct{} // one token per program running (Options.MaxConcurrent)
+	stats    engineStats
 }
 
 // New returns an engine. Worker processes start on first use.
@@ -144,6 +145,7 @@ func New(opts Options) (*Engine, error) {
 		slots: make(chan struct{}, opts.MaxConcurrent)}
 	if opts.CacheBytes > 0 {
 		e.mat = newMaterialCache(opts.CacheBytes, 4*opts.Timeout)
+		e.mat.stats = &e.stats
 	}
 	return e, nil
 }
@@ -181,6 +183,7 @@ func (e *Engine) workers() (*pool, error) {
 			}
 		}
 		e.pool = newPool(exe, e.opts.Workers, e.opts.WorkerMemory)
+		e.pool.stats = &e.stats
 	})
 	return e.pool, e.poolErr
 }
@@ -318,9 +321,8 @@ func (e *Engine) deadline(ctx context.Context) (context.Context, context.CancelF
 	return context.WithValue(ctx, timeoutKey{}, timeoutInfo{limit: e.opts.Timeout, at: at}), cancel
 }
 
-// Run runs one query: it resolves the input, reads the program's leading literal path by pointer, and runs the
-// rest in-process or in a worker (see Isolation), returning one page of results.
-func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
+// run is Run (trace.go) without its span.
+func (e *Engine) run(ctx context.Context, req Request) (*Result, error) {
 	if req.Forest == nil || !req.Root.IsValid() {
 		return nil, errors.New("query: Request needs Forest and Root")
 	}
@@ -367,6 +369,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	switch {
 	case prog.plan.whole() && k == len(prog.plan.steps):
 		res.Plan.Route = RouteRead
+		e.stats.read.Add(1)
 		pg, err = e.readPage(ctx, prog.text, src, int(offset))
 	default:
 		pg, err = e.execute(ctx, prog, ps, src, k, "run", int(offset), limit, e.opts.MaxOutputBytes, &res.Plan)
@@ -421,6 +424,7 @@ func (e *Engine) execute(ctx context.Context, prog *program, ps *params, src *so
 			plan.Why = fmt.Sprintf("the input holds a number longer than %d characters", maxNumberText)
 		} else {
 			plan.Route, plan.Cached = RouteInProcess, hit
+			e.stats.inProcess.Add(1)
 			code, err := prog.code(stop)
 			if err != nil {
 				return nil, err
@@ -436,6 +440,7 @@ func (e *Engine) execute(ctx context.Context, prog *program, ps *params, src *so
 		}
 	}
 	plan.Route = RouteWorker
+	e.stats.worker.Add(1)
 	if e.opts.Isolate == IsolateAuto && plan.Why == "" {
 		plan.Why = "the program " + prog.why
 	}

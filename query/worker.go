@@ -54,6 +54,7 @@ type pool struct {
 	idle   []*worker
 	closed bool
 	wg     sync.WaitGroup
+	stats  *engineStats // the engine's: starts and ends of workers are counted there
 }
 
 type worker struct {
@@ -67,7 +68,7 @@ type worker struct {
 }
 
 func newPool(exe string, workers int, base int64) *pool {
-	return &pool{exe: exe, base: base, slots: make(chan struct{}, workers)}
+	return &pool{exe: exe, base: base, slots: make(chan struct{}, workers), stats: &engineStats{}}
 }
 
 // acquire takes a free worker slot and an idle worker (or starts one).
@@ -181,6 +182,7 @@ func (p *pool) start(ctx context.Context) (*worker, error) {
 		}
 		return nil, fmt.Errorf("%w: %s started but %v (the binary must call query.WorkerMain first thing in main)", ErrUnavailable, p.exe, err)
 	}
+	p.stats.started.Add(1)
 	return w, nil
 }
 
@@ -241,6 +243,7 @@ func (p *pool) run(ctx context.Context, prog string, job *workerJob) (*page, err
 		var answered *answeredError
 		if a.err != nil && !errors.As(a.err, &answered) {
 			// The worker ended without an answer: it crashed (memory, stack) or its pipe broke.
+			p.stats.crashed.Add(1)
 			w.kill()
 			<-w.exited
 			<-sendErr
@@ -252,6 +255,9 @@ func (p *pool) run(ctx context.Context, prog string, job *workerJob) (*page, err
 		// Keep the worker unless this query let it grow: a worker never serves with much more memory mapped than a
 		// fresh one would need, so every query's limit means the same.
 		keep = job.inputBytes <= p.base/(2*inputFactor) && a.vmData < p.base/2
+		if !keep {
+			p.stats.retired.Add(1)
+		}
 		w.queries++
 		if answered != nil {
 			return nil, answered.e.toError(prog)
@@ -261,6 +267,7 @@ func (p *pool) run(ctx context.Context, prog string, job *workerJob) (*page, err
 		}
 		return &page{results: a.results, more: a.more}, nil
 	case <-t.C:
+		p.stats.timedOut.Add(1)
 		w.kill()
 		<-sendErr
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -268,6 +275,11 @@ func (p *pool) run(ctx context.Context, prog string, job *workerJob) (*page, err
 		}
 		return nil, &QueryError{Program: prog, Offset: -1, Msg: timeoutText(ctx), Err: ErrTimeout}
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			p.stats.timedOut.Add(1)
+		} else {
+			p.stats.canceled.Add(1)
+		}
 		w.kill()
 		<-sendErr
 		return nil, ctxError(ctx, prog)

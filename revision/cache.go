@@ -22,11 +22,36 @@ type nodeCache struct {
 }
 
 type cacheShard struct {
-	mu    sync.Mutex
-	max   int64
-	bytes int64
-	ll    list.List
-	m     map[store.Hash]*list.Element
+	mu           sync.Mutex
+	max          int64
+	bytes        int64
+	ll           list.List
+	m            map[store.Hash]*list.Element
+	hits, misses uint64 // lookups, counted under mu
+}
+
+// CacheStats describes a cache: its lookups since it was made, and what it holds now.
+type CacheStats struct {
+	Hits, Misses uint64
+	Entries      int
+	Bytes        int64 // estimated, as decoded
+	MaxBytes     int64
+}
+
+// Stats returns the cache's lookups so far and what it holds (for an operator's metrics).
+func (c *nodeCache) Stats() CacheStats {
+	var st CacheStats
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		st.Hits += s.hits
+		st.Misses += s.misses
+		st.Entries += len(s.m)
+		st.Bytes += s.bytes
+		st.MaxBytes += s.max
+		s.mu.Unlock()
+	}
+	return st
 }
 
 type cacheItem struct {
@@ -50,9 +75,11 @@ func (c *nodeCache) get(h store.Hash) *codec.Node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.m[h]; ok {
+		s.hits++
 		s.ll.MoveToFront(e)
 		return e.Value.(*cacheItem).n
 	}
+	s.misses++
 	return nil
 }
 

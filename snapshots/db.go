@@ -32,6 +32,10 @@ type Options struct {
 	Now func() time.Time
 	// Creator is recorded as the author of the database's first revision.
 	Creator string
+	// Events, when set, are told what the database does (events.go): commits, plans.
+	Events Events
+
+	name string // the database's name in its Dir, for Events
 }
 
 // DB is one versioned database. It is safe for concurrent use.
@@ -53,6 +57,12 @@ type DB struct {
 	// schemaNoMemory makes every check start from nothing known valid (tests and benchmarks of whole checks).
 	schemaNoMemory atomic.Bool
 	wholeChecks    atomic.Int64 // writes checked whole (nothing known valid about the value replaced), for tests
+	name           string       // in its Dir
+	events         Events
+	// failStop is the storage failure (store.ErrFailStop) of the last write, nil once one succeeds (Dir.Ready).
+	failStop atomic.Pointer[error]
+	// consumed counts the plans the writer's current transaction marks applied (Events.Plan, once it commits).
+	consumed atomic.Int32
 }
 
 // Open opens a database on a backend, creating its first revision (an empty root on branch main) if the backend
@@ -65,7 +75,8 @@ func Open(ctx context.Context, be store.Backend, opts *Options) (*DB, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	db := &DB{be: be, forest: revision.New(be, o.Forest), now: o.Now, queue: make(chan *request, 256), closing: make(chan struct{})}
+	db := &DB{be: be, forest: revision.New(be, o.Forest), now: o.Now, queue: make(chan *request, 256), closing: make(chan struct{}),
+		name: o.name, events: o.Events}
 	err := be.Update(ctx, func(tx store.CatalogTx) error {
 		last, err := tx.LastRevision()
 		if err != nil || last > 0 {

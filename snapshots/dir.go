@@ -126,7 +126,7 @@ func (d *Dir) Create(ctx context.Context, name, creator string) (*DB, error) {
 		return nil, err
 	}
 	o := d.opts.DB
-	o.Creator = creator
+	o.Creator, o.name = creator, name
 	db, err := Open(ctx, be, &o)
 	if err != nil {
 		be.Close()
@@ -155,7 +155,9 @@ func (d *Dir) Open(ctx context.Context, name string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := Open(ctx, be, &d.opts.DB)
+	o := d.opts.DB
+	o.name = name
+	db, err := Open(ctx, be, &o)
 	if err != nil {
 		be.Close()
 		return nil, err

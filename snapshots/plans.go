@@ -122,6 +122,9 @@ func (db *DB) SavePlan(ctx context.Context, p Plan) error {
 		}
 		return nil, tx.Put(plansBucket, p.ID, b)
 	})
+	if err == nil {
+		db.planEvent(PlanPending)
+	}
 	return err
 }
 
@@ -194,7 +197,9 @@ func (db *DB) DecidePlan(ctx context.Context, id string, approve bool, by, reaso
 	if err != nil {
 		return Plan{}, err
 	}
-	return v.(Plan), nil
+	p := v.(Plan)
+	db.planEvent(p.State)
+	return p, nil
 }
 
 // RejectPlan ends a plan its principal's user declined when asked to confirm it.
@@ -249,7 +254,11 @@ func (db *DB) consumeAt(tx store.CatalogTx, id, principal, confirmedBy string, r
 	if err != nil {
 		return err
 	}
-	return tx.Put(plansBucket, id, b)
+	if err := tx.Put(plansBucket, id, b); err != nil {
+		return err
+	}
+	db.consumed.Add(1)
+	return nil
 }
 
 // ConsumePlan is the WriteOptions.InTx of a write that applies a plan: it marks the plan applied in the revision's

@@ -104,7 +104,9 @@ func (db *DB) commit(ctx context.Context, w WriteOptions, fn changeFunc) (*Resul
 	if w.DryRun {
 		return db.dryRun(ctx, w, fn)
 	}
+	ctx, end := commitSpan(ctx, w)
 	o := db.submit(ctx, &request{opts: w, change: fn})
+	end(o.res, o.err)
 	return o.res, o.err
 }
 
@@ -267,10 +269,15 @@ func (db *DB) run(batch []*request) {
 func (db *DB) runOp(r *request) (queued int) {
 	var val any
 	err := db.be.Update(r.ctx, func(tx store.CatalogTx) error {
+		db.consumed.Store(0)
 		var err error
 		val, err = r.op(tx, db.clock(tx))
 		return err
 	})
+	db.noteStorage(err)
+	if err == nil {
+		db.plansApplied()
+	}
 	queued = len(db.queue)
 	r.done <- outcome{val: val, err: err}
 	return queued
@@ -344,6 +351,7 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 		}
 		t1 := time.Now()
 		err := db.be.Update(context.Background(), func(tx store.CatalogTx) error {
+			db.consumed.Store(0)
 			n, err := tx.LastRevision()
 			if err != nil {
 				return err
@@ -433,6 +441,9 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 		txTime += time.Since(t1)
 		queued = len(db.queue)
 		seed = nil
+		if !errors.Is(err, errRetry) {
+			db.groupEvent(plans, time.Since(t1), err)
+		}
 		if err == nil {
 			seed = pl.seed()
 		}
@@ -466,6 +477,25 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 		pending = deferred
 	}
 	return txTime, queued, seed
+}
+
+// groupEvent tells Events.Commit of a transaction of the writer that committed (or failed to commit) a group.
+func (db *DB) groupEvent(plans []planned, took time.Duration, err error) {
+	ev := CommitEvent{Writes: len(plans), Duration: took, Err: err}
+	var ie *inTxError
+	if err == nil {
+		for i := range plans {
+			if !plans[i].noop {
+				ev.Revisions++
+				ev.Nodes += plans[i].rec.NewNodes
+				ev.Bytes += plans[i].rec.NewBytes
+			}
+		}
+		db.plansApplied()
+	} else if errors.As(err, &ie) {
+		return // nothing was committed; the group is tried again without the write whose InTx refused
+	}
+	db.commitEvent(ev)
 }
 
 func resultOf(rec store.RevisionRecord, replayed bool) *Result {

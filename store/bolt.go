@@ -82,6 +82,11 @@ type BoltOptions struct {
 	// scanning the whole file on open. Shared (several processes taking turns) sets it: it reopens often.
 	SyncFreelist bool
 
+	// OnCommit, when set, is told about every write transaction the Bolt commits, or fails to commit: its
+	// duration and bbolt's breakdown of it (Tx.Stats). It is called synchronously, after the commit: it must be
+	// quick. An operator's metrics hang here (package store keeps none).
+	OnCommit func(CommitStats)
+
 	// skipTreeWalk skips the page-tree walk of the file check (the meta pages are still checked). Shared sets it
 	// when it reopens a file this process has already walked: the walk reads the whole file.
 	skipTreeWalk bool
@@ -103,6 +108,8 @@ type Bolt struct {
 	// already waiting inside bbolt for those locks stay blocked.
 	wedged atomic.Bool
 	revs   revCache // decoded revision records (see revCache)
+	// onCommit is BoltOptions.OnCommit.
+	onCommit func(CommitStats)
 }
 
 var _ NodeStore = (*Bolt)(nil)
@@ -168,7 +175,7 @@ func OpenBolt(path string, opts *BoltOptions) (b *Bolt, err error) {
 	// stored in 28 MB of pages sat in a 43 MB file. Steps of 2 MiB cost one more ftruncate+fsync per 2 MiB of
 	// growth (one per transaction at most), and leave the file at most 2 MiB larger than its pages.
 	db.AllocSize = allocStep
-	b = &Bolt{db: db, file: opened, path: path}
+	b = &Bolt{db: db, file: opened, path: path, onCommit: o.OnCommit}
 	if err := b.init(); err != nil {
 		_ = b.Close()
 		return nil, err
@@ -394,7 +401,14 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx) error) (err error) 
 	// but which pages reached the disk is unknown (see ErrFailStop). Failures before any write (growing the file
 	// on a full disk) would be safe to retry, but are not told apart from a failed fsync.
 	committed = true
-	if err := tx.Commit(); err != nil {
+	t0 := time.Now()
+	err = tx.Commit()
+	if b.onCommit != nil {
+		st := tx.Stats()
+		b.onCommit(CommitStats{Duration: time.Since(t0), Rebalance: st.GetRebalanceTime(), Spill: st.GetSpillTime(),
+			Write: st.GetWriteTime(), Failed: err != nil})
+	}
+	if err != nil {
 		return b.stop(fmt.Errorf("commit failed: %w", err))
 	}
 	return nil

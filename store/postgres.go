@@ -75,6 +75,12 @@ type PostgresOptions struct {
 	CommitTimeout time.Duration
 	// ConnectTimeout bounds opening a connection when the URL sets none (default 10 s).
 	ConnectTimeout time.Duration
+	// OnCommit, when set, is told about every write transaction committed (or that failed to commit): the
+	// duration of the round trip that carries its writes and COMMIT. OnRoundTrip, when set, hears the duration of
+	// every round trip to the server: each query, batch and COPY. Both are called synchronously: they must be
+	// quick.
+	OnCommit    func(CommitStats)
+	OnRoundTrip func(time.Duration)
 }
 
 // Postgres is one PostgreSQL database holding Strata databases, with a pool of connections to it. Its methods are
@@ -134,6 +140,9 @@ func OpenPostgres(ctx context.Context, rawURL string, opts *PostgresOptions) (*P
 	}
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
+	}
+	if o.OnRoundTrip != nil {
+		cfg.ConnConfig.Tracer = &pgTracer{onRoundTrip: o.OnRoundTrip}
 	}
 	host := cfg.ConnConfig.Host
 	if strings.HasPrefix(host, "/") {
@@ -466,4 +475,22 @@ func (p *Postgres) Drop(ctx context.Context, name string) error {
 		return fmt.Errorf("database %q: %w in %s", name, ErrNotFound, p.where)
 	}
 	return p.fail(ctx, "dropping database "+strconv.Quote(name), err)
+}
+
+// Writable reports, in one round trip, whether the server is reachable and takes writes (it is not a standby in
+// recovery): a readiness probe's question. The error is ErrUnavailable's, or says the server is read-only.
+func (p *Postgres) Writable(ctx context.Context) error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var standby bool
+	if err := p.pool.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&standby); err != nil {
+		return fmt.Errorf("%w: %s: %s", ErrUnavailable, p.where, scrub(err.Error(), p.pw))
+	}
+	if standby {
+		return fmt.Errorf("%s is a standby in recovery: it takes no writes", p.where)
+	}
+	return nil
 }

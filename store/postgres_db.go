@@ -263,6 +263,12 @@ func (d *PostgresDB) update(ctx context.Context, fn func(*pgCat) error) error {
 		c.rollback() // nothing to commit
 		return nil
 	}
+	if on := d.p.opts.OnCommit; on != nil {
+		t0 := time.Now()
+		err := c.commit()
+		on(CommitStats{Duration: time.Since(t0), Failed: err != nil})
+		return err
+	}
 	return c.commit()
 }
 

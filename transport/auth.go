@@ -476,6 +476,20 @@ func (g *Auth) sweep(now time.Time) {
 	g.swept = now
 }
 
+// Sessions is how many sessions are open now: opened by a principal, not closed, and used within the idle timeout
+// (for an operator's metrics).
+func (g *Auth) Sessions() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now, n := g.now(), 0
+	for _, o := range g.sessions {
+		if now.Sub(o.seen) <= g.sessionIdle {
+			n++
+		}
+	}
+	return n
+}
+
 func (g *Auth) forgetSession(sid string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

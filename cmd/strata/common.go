@@ -27,11 +27,12 @@ import (
 
 // openDir opens the data directory. Only `db create` makes a missing one; every other command reports it.
 func (g *globalOptions) openDir(create bool) (*snapshots.Dir, error) {
-	return g.openDirCached(create, 0)
+	return g.openDirCached(create, 0, nil)
 }
 
 // openDirCached is openDir with the size of the cache of decoded nodes all its databases share (0: the default).
-func (g *globalOptions) openDirCached(create bool, cacheBytes int64) (*snapshots.Dir, error) {
+// tune, when set, adjusts the options (a server's shared node cache and its metrics' hooks).
+func (g *globalOptions) openDirCached(create bool, cacheBytes int64, tune func(*snapshots.DirOptions)) (*snapshots.Dir, error) {
 	if !create {
 		if _, err := os.Stat(g.dataDir); errors.Is(err, fs.ErrNotExist) {
 			return nil, &snapshots.NotFoundError{What: "data directory", Name: g.dataDir,
@@ -41,6 +42,9 @@ func (g *globalOptions) openDirCached(create bool, cacheBytes int64) (*snapshots
 	opts := &snapshots.DirOptions{CacheBytes: cacheBytes}
 	if g.env.now != nil {
 		opts.DB.Now = g.env.now
+	}
+	if tune != nil {
+		tune(opts)
 	}
 	return snapshots.OpenDir(g.dataDir, opts)
 }

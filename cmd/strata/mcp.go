@@ -3,18 +3,20 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/strata-db/strata/audit"
 	"github.com/strata-db/strata/gate"
 	strataMCP "github.com/strata-db/strata/mcp"
 	"github.com/strata-db/strata/query"
+	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 	"github.com/strata-db/strata/transport"
 )
@@ -25,6 +27,9 @@ type mcpFlags struct {
 	writesSet bool // --writes was given (cmd.Flags().Changed)
 	config    string
 	cacheMiB  int
+	log       logFlags
+	// metrics makes the server keep Prometheus metrics (strata serve --metrics-listen).
+	metrics bool
 }
 
 // defaultCacheMiB is the memory a server's caches take at most, across all its databases.
@@ -34,6 +39,7 @@ func (f *mcpFlags) register(cmd *cobra.Command, who string) {
 	cmd.Flags().StringVar(&f.writes, "writes", gate.WritesOff, "what "+who+" may change: off, branches or on")
 	cmd.Flags().StringVar(&f.config, "config", "", "operator configuration file (JSON): write mode, policies, scopes and rate limits per principal")
 	cmd.Flags().IntVar(&f.cacheMiB, "cache-mib", defaultCacheMiB, "memory the caches may take in all, across databases (MiB): a quarter for decoded nodes, the rest for values jq reads")
+	f.log.register(cmd)
 }
 
 type mcpOptions struct {
@@ -69,7 +75,11 @@ deny lists of databases and resources). Over stdio the principal is the OS user:
 "principals", else "default". A --writes flag that contradicts the file's "writes" stops startup, as does
 any unknown field or bad value.
 
-Revisions the agent makes record the OS user as their author and the tool as their tool.`,
+Revisions the agent makes record the OS user as their author and the tool as their tool.
+
+The log goes to stderr only (stdout is the protocol): one line per request at info (--log-level), as text
+on a terminal or JSON otherwise (--log-format). With OTEL_EXPORTER_OTLP_ENDPOINT set, every request is an
+OpenTelemetry span exported over OTLP/HTTP.`,
 		Example: `  strata mcp --data ./strata-data
   strata mcp --data ./strata-data --config strata.json
   claude mcp add strata -- strata mcp --data /path/to/strata-data --writes branches`,
@@ -85,7 +95,7 @@ Revisions the agent makes record the OS user as their author and the tool as the
 
 // serveMCP serves one MCP session on in and out until the client closes in or ctx ends.
 func serveMCP(ctx context.Context, in io.Reader, out, stderr io.Writer, g *globalOptions, o *mcpOptions) (err error) {
-	b, err := openMCP(g, &o.mcpFlags, mcpLogger(stderr), nil)
+	b, err := openMCP(ctx, g, &o.mcpFlags, stderr, nil)
 	if err != nil {
 		return err
 	}
@@ -98,7 +108,7 @@ func serveMCP(ctx context.Context, in io.Reader, out, stderr io.Writer, g *globa
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "strata mcp: serving %s over stdio, writes %s\n", b.dir.Path(), b.mode())
+	b.say(stderr, "strata mcp: serving %s over stdio, writes %s", b.dir.Path(), b.mode())
 	w := &transport.SyncWriter{W: out}
 	err = srv.Run(ctx, &mcpsdk.IOTransport{Reader: transport.NewStdioFramer(in, w), Writer: w})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
@@ -119,6 +129,16 @@ type mcpBackend struct {
 	gate  *gate.Gate
 	// transport names the transport in audit records.
 	transport string
+	// jsonLog says the log is JSON (--log-format json): the startup lines are log records too.
+	jsonLog bool
+	// metrics, with --metrics-listen, are the server's Prometheus metrics; nodes is the shared cache of decoded
+	// nodes, valueMax the budget of the engine's cache of values (both read when scraped).
+	metrics  *metrics
+	nodes    *revision.NodeCache
+	valueMax int64
+	// tracer, when OTEL_EXPORTER_OTLP_ENDPOINT is set, makes each request a span; stopTracing flushes them.
+	tracer      trace.TracerProvider
+	stopTracing func(context.Context) error
 
 	mu      sync.Mutex
 	servers map[string]*principalServer // strata serve: one server per principal, made on its first request
@@ -154,8 +174,12 @@ func loadSettings(f *mcpFlags) (*gate.Settings, error) {
 
 // openMCP validates the flags and the configuration, runs check (for more flags), and only then opens the data
 // directory and a query engine. close releases both.
-func openMCP(g *globalOptions, f *mcpFlags, logger *slog.Logger, check func(s *gate.Settings) error) (*mcpBackend, error) {
+func openMCP(ctx context.Context, g *globalOptions, f *mcpFlags, stderr io.Writer, check func(s *gate.Settings) error) (*mcpBackend, error) {
 	// A bad flag or configuration stops here, before anything is opened: a typo must not leave the server writable.
+	logger, jsonLog, err := newLogger(&f.log, stderr, g.env.terminal)
+	if err != nil {
+		return nil, err
+	}
 	settings, err := loadSettings(f)
 	if err != nil {
 		return nil, err
@@ -175,26 +199,45 @@ func openMCP(g *globalOptions, f *mcpFlags, logger *slog.Logger, check func(s *g
 		return nil, usageErrorf("--cache-mib %d: use at least 8", f.cacheMiB)
 	}
 	budget := int64(f.cacheMiB) << 20
-	b := &mcpBackend{settings: settings, logger: logger}
+	b := &mcpBackend{settings: settings, logger: logger, jsonLog: jsonLog, nodes: revision.NewNodeCache(budget / 4),
+		valueMax: budget - budget/4}
+	if b.tracer, b.stopTracing, err = tracing(ctx, g.env.getenv); err != nil {
+		return nil, err
+	}
+	if f.metrics {
+		b.metrics = newMetrics(settings.DatabaseClass())
+	}
 	// Only a server that may create databases makes a missing data directory; a read-only one reports it.
-	if b.dir, err = g.openDirCached(b.mode() != gate.WritesOff, budget/4); err != nil {
+	if b.dir, err = g.openDirCached(b.mode() != gate.WritesOff, 0, func(o *snapshots.DirOptions) {
+		o.DB.Forest = &revision.Options{Cache: b.nodes}
+		if m := b.metrics; m != nil {
+			o.DB.Events = m.events()
+			o.Shared.Bolt.OnCommit = m.boltCommit
+			o.Postgres.OnCommit = m.pgCommit
+			o.Postgres.OnRoundTrip = func(d time.Duration) { m.pgRoundTrips.Observe(d.Seconds()) }
+		}
+	}); err != nil {
+		b.stopTracing(context.Background())
 		return nil, err
 	}
 	// The engine's workers are re-executions of this binary (main calls query.WorkerMain).
-	if b.engine, err = query.New(query.Options{MaxConcurrent: settings.MaxConcurrentQueries, CacheBytes: budget - budget/4}); err != nil {
+	if b.engine, err = query.New(query.Options{MaxConcurrent: settings.MaxConcurrentQueries, CacheBytes: b.valueMax}); err != nil {
 		b.dir.Close()
+		b.stopTracing(context.Background())
 		return nil, err
 	}
 	// Every call is audited; a server that cannot keep the log does not start.
 	if b.audit, err = g.openAudit(b.dir.Path(), func(err error) { logger.Warn("audit log", "err", err) }); err != nil {
 		b.engine.Close()
 		b.dir.Close()
+		b.stopTracing(context.Background())
 		return nil, err
 	}
 	if b.gate, err = gate.New(b.dir, &gate.Options{Engine: b.engine, Audit: b.audit, Logger: logger}); err != nil {
 		b.audit.Close()
 		b.engine.Close()
 		b.dir.Close()
+		b.stopTracing(context.Background())
 		return nil, err
 	}
 	b.servers = map[string]*principalServer{}
@@ -216,8 +259,16 @@ func (b *mcpBackend) server(principal string) (*mcpsdk.Server, error) {
 		return nil, err
 	}
 	return strataMCP.NewServerFor(actor, strataMCP.Config{MaxOutputChars: b.settings.MaxOutputChars,
-		MaxConcurrentQueries: b.settings.MaxConcurrentQueries, Version: currentVersion().Version, Logger: b.logger,
-		Transport: b.transport})
+		MaxConcurrentQueries: b.settings.MaxConcurrentQueries, Version: currentVersion().Version, Logger: sdkLogger(b.logger),
+		Transport: b.transport, Observe: b.observe, Tracer: b.tracer})
+}
+
+// observe hears of every answered request: the request log, and the metrics when kept.
+func (b *mcpBackend) observe(ri strataMCP.RequestInfo) {
+	logRequest(b.logger, ri)
+	if b.metrics != nil {
+		b.metrics.request(ri)
+	}
 }
 
 // serverOf is the server of a principal for strata serve: made on its first request and kept (nil when it cannot
@@ -250,7 +301,13 @@ func (b *mcpBackend) close() error {
 		}
 	}
 	b.audit.Close()
-	return b.dir.Close()
+	err := b.dir.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if terr := b.stopTracing(ctx); terr != nil {
+		b.logger.Warn("OpenTelemetry: spans could not be exported before stopping", "cause", terr)
+	}
+	return err
 }
 
 // refused records in the audit log a request refused before it reached a server: without valid credentials, or
@@ -261,6 +318,9 @@ func (b *mcpBackend) refused(principal, remote, decision string) {
 	if decision == audit.DecisionRateLimited {
 		outcome = "RATE_LIMITED"
 	}
+	if b.metrics != nil {
+		b.metrics.refusedRequest(decision) // every refused request, aggregated in the audit log or not
+	}
 	rec := audit.Record{Principal: principal, Client: remote, Transport: audit.TransportHTTP, Tool: "http",
 		ArgsDigest: audit.Digest(nil), Decision: decision, Outcome: outcome}
 	if principal == "" && b.refusals != nil {
@@ -270,9 +330,4 @@ func (b *mcpBackend) refused(principal, remote, decision string) {
 	if _, err := b.audit.Append(rec); err != nil {
 		b.logger.Error("audit log: a record could not be appended", "err", err)
 	}
-}
-
-// mcpLogger logs the server's warnings to stderr (stdout may be the protocol stream).
-func mcpLogger(stderr io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +35,8 @@ type serveOptions struct {
 	tokenFile string
 	tlsCert   string
 	tlsKey    string
+	// metricsListen is where /metrics, /healthz and /readyz are served ("": no metrics).
+	metricsListen string
 	// onRefused, when set, hears of every request refused for want of authentication or over a rate limit (the
 	// audit log's hook); see transport.AuthOptions.OnRefused.
 	onRefused func(principal, remote, decision string)
@@ -87,11 +90,19 @@ the plans waiting for a decision and the audit log, and lets reviewers approve o
 --token-file, principals sign in with their token; those whose configuration says "review": true may
 decide plans (never their own). Without it, the server prints a one-time sign-in address on standard
 error ("review page: http://127.0.0.1:7411/ui/login?code=..."), which makes whoever opens it the operator;
-anyone who can read the server's standard error can use it.`,
+anyone who can read the server's standard error can use it.
+
+For the operator: /healthz (the process serves) and /readyz (it can take writes) answer without
+credentials. --metrics-listen ADDR serves Prometheus metrics at http://ADDR/metrics, with /healthz and
+/readyz, loopback only without --token-file. The log goes to stderr, one line per request at info
+(--log-level), as text on a terminal or JSON otherwise (--log-format); it never holds a token or a
+value. With OTEL_EXPORTER_OTLP_ENDPOINT set, every request is an OpenTelemetry span exported over
+OTLP/HTTP. See the README, "Operating Strata".`,
 		Example: `  strata serve --data ./strata-data
   strata serve --data ./strata-data --writes branches --listen 127.0.0.1:8080
   strata serve --data ./strata-data --config strata.json --token-file tokens --listen 0.0.0.0:7411 \
       --tls-cert cert.pem --tls-key key.pem
+  strata serve --data ./strata-data --metrics-listen 127.0.0.1:9464 --log-format json
   claude mcp add --transport http strata http://127.0.0.1:7411/mcp`,
 		Args: args(0, 0),
 		RunE: action(func(cmd *cobra.Command, _ []string) error {
@@ -104,15 +115,16 @@ anyone who can read the server's standard error can use it.`,
 	cmd.Flags().StringVar(&o.tokenFile, "token-file", "", "file of PRINCIPAL TOKEN lines (mode 600): require bearer tokens")
 	cmd.Flags().StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate (PEM) to serve HTTPS; needs --tls-key")
 	cmd.Flags().StringVar(&o.tlsKey, "tls-key", "", "TLS private key (PEM) of --tls-cert")
+	cmd.Flags().StringVar(&o.metricsListen, "metrics-listen", "", "address to serve Prometheus /metrics (and /healthz, /readyz) on (loopback only without --token-file); off unless given")
 	return cmd
 }
 
 // serveHTTP serves MCP over HTTP until ctx ends.
 func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serveOptions) (err error) {
-	logger := mcpLogger(stderr)
 	var tokens []transport.Token
 	var tlsConfig *tls.Config
-	b, err := openMCP(g, &o.mcpFlags, logger, func(*gate.Settings) error {
+	o.metrics = o.metricsListen != ""
+	b, err := openMCP(ctx, g, &o.mcpFlags, stderr, func(*gate.Settings) error {
 		if o.tokenFile != "" {
 			if tokens, err = transport.LoadTokens(o.tokenFile); err != nil {
 				return usageErrorf("--token-file %s: %v", o.tokenFile, err)
@@ -124,6 +136,11 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 		if tlsConfig, err = transport.LoadTLS(o.tlsCert, o.tlsKey); err != nil {
 			return usageErrorf("%v", err)
 		}
+		if o.metricsListen != "" {
+			if err := transport.CheckListen(o.metricsListen, tokens != nil); err != nil {
+				return usageErrorf("%s", strings.Replace(err.Error(), "--listen", "--metrics-listen", 1))
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -134,6 +151,7 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 			err = cerr
 		}
 	}()
+	logger := b.logger
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
@@ -170,7 +188,7 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	sessions := mcpsdk.NewStreamableHTTPHandler(serverOf, &mcpsdk.StreamableHTTPOptions{
 		SessionTimeout:      idle,
 		MaxRequestBodyBytes: transport.MaxBodyBytes,
-		Logger:              logger,
+		Logger:              sdkLogger(logger),
 		// With tokens the server may sit behind a proxy on the same machine; Guard checks Host and Origin.
 		DisableLocalhostProtection: tokens != nil,
 	})
@@ -178,12 +196,13 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 		Stateless:                    true,
 		PropagateRequestCancellation: true,
 		MaxRequestBodyBytes:          transport.MaxBodyBytes,
-		Logger:                       logger,
+		Logger:                       sdkLogger(logger),
 		DisableLocalhostProtection:   tokens != nil,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", auth.Handler(byRevision(sessions, perRequest)))
 	hosts := transport.ListenHosts(o.listen, addr.Port)
+	ready := &readiness{g: b.gate, logger: logger}
 	scheme, who := "http", "as "+g.env.user()
 	if tlsConfig != nil {
 		scheme = "https"
@@ -192,7 +211,7 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	// the browser's forms through, which the MCP endpoint's refuses.
 	ui, err := review.New(review.Options{Gate: b.gate, Principal: b.settings.For, Auth: auth, Operator: g.env.user(),
 		Base: fmt.Sprintf("%s://%s", scheme, addr), TLS: tlsConfig != nil, Logger: logger,
-		Announce: func(address string) { fmt.Fprintf(stderr, "review page: %s\n", address) }})
+		Announce: func(address string) { b.say(stderr, "review page: %s", address) }})
 	if err != nil {
 		ln.Close()
 		return err
@@ -201,17 +220,30 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	root.Handle("/ui/", transport.PageGuard(hosts, tokens != nil, ui))
 	root.Handle("/ui", transport.PageGuard(hosts, tokens != nil, ui))
 	root.Handle("/", transport.Guard(hosts, tokens != nil, http.NewCrossOriginProtection().Handler(mux)))
-	hs := transport.NewHTTPServer(root, tlsConfig, logger)
+	// /healthz and /readyz answer load balancers without credentials, ahead of the Host and Origin checks.
+	hs := transport.NewHTTPServer(healthHandler(ready, root), tlsConfig, logger)
 	if tokens != nil {
 		who = fmt.Sprintf("bearer tokens for %d principal%s", len(tokens), plural(len(tokens)))
 	}
-	fmt.Fprintf(stderr, "strata serve: serving %s at %s://%s/mcp, writes %s, %s\n", b.dir.Path(), scheme, addr, b.mode(), who)
+	b.say(stderr, "strata serve: serving %s at %s://%s/mcp, writes %s, %s", b.dir.Path(), scheme, addr, b.mode(), who)
 	if tokens != nil {
-		fmt.Fprintf(stderr, "review page: %s\n", ui.Address())
+		b.say(stderr, "review page: %s", ui.Address())
 	} else {
-		fmt.Fprintf(stderr, "review page: %s\n", ui.SignInAddress())
+		b.say(stderr, "review page: %s", ui.SignInAddress())
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
+	var ms *http.Server
+	if o.metricsListen != "" {
+		b.metrics.reg.MustRegister(newScraped(&scraped{nodes: b.nodes, engine: b.engine, dir: b.dir, sessions: auth.Sessions,
+			ready: ready, valueMax: b.valueMax}))
+		var mln net.Listener
+		if ms, mln, err = metricsServer(o.metricsListen, tokens != nil, b.metrics.reg, ready, logger); err != nil {
+			ln.Close()
+			return err
+		}
+		b.say(stderr, "strata serve: metrics at http://%s/metrics", mln.Addr())
+		go func() { errc <- ms.Serve(mln) }()
+	}
 	go func() {
 		if tlsConfig != nil {
 			errc <- hs.ServeTLS(ln, "", "")
@@ -229,10 +261,16 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	if err := hs.Shutdown(sctx); err != nil {
 		hs.Close() // event streams stay open: cut them
 	}
+	if ms != nil {
+		ms.Close()
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	fmt.Fprintln(stderr, "strata serve: stopped")
+	b.say(stderr, "strata serve: stopped")
 	return nil
 }
 

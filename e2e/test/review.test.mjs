@@ -49,7 +49,7 @@ function serve(t, data, config, tokens) {
     child.stderr.on('data', (chunk) => {
       stderr += chunk;
       const mcp = stderr.match(/(http:\/\/[^\s]+)\/mcp/);
-      const ui = stderr.match(/review page: (http:\/\/[^\s]+\/ui\/)\n/);
+      const ui = stderr.match(/review page: (http:\/\/[^\s"]+\/ui\/)["\n]/);
       if (mcp && ui) resolve({ mcp: new URL(mcp[0]), base: mcp[1], ui: ui[1] });
     });
     child.on('exit', (code) => reject(new Error(`strata serve exited ${code}: ${stderr}`)));
