@@ -219,6 +219,13 @@ type Plan struct {
 	Pointer string // the leading path read by pointer before any jq ran (a JSON Pointer); "" for none
 	Cached  bool   // in-process: the materialised input came from the cache
 	Why     string // worker: why the program is not bounded ("" under IsolateAll)
+
+	// Split names how an in-process program was split over the elements of the array it read (split.go):
+	// "stream", "collect", "collect | length", "collect | add" or "collect | g"; "" when it was not. Chunks is how
+	// many leaves of the array's tree f then ran on, Reused how many chunks (leaves or whole subtrees) had their
+	// result in the cache.
+	Split          string
+	Chunks, Reused int
 }
 
 // Route names.
@@ -394,6 +401,11 @@ func (e *Engine) execute(ctx context.Context, prog *program, ps *params, src *so
 		return nil, fmt.Errorf("%w: %d queries are running, the most this server runs at once, and none finished in time; retry shortly", ErrUnavailable, cap(e.slots))
 	case <-e.closed:
 		return nil, fmt.Errorf("%w: the engine is closed", ErrUnavailable)
+	}
+	if mode == "run" {
+		if pg, ok, err := e.runSplit(ctx, prog, ps, src, k, skip, limit, maxBytes, plan); ok {
+			return pg, err
+		}
 	}
 	stop := -1
 	if prog.plan.term != nil {
