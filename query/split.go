@@ -190,7 +190,7 @@ func splitOf(q *gojq.Query, vars []string) *splitPlan {
 		sp.g, err = gojq.Compile(g, opts...)
 	case finalAdd:
 		if sp.g, err = gojq.Compile(g, opts...); err == nil {
-			sp.add, err = gojq.Compile(&gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: "add"}}}, opts...)
+			sp.add, err = gojq.Compile(&gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: "add"}}}, compileOptions(nil)...)
 		}
 	}
 	if err != nil {

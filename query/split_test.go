@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,6 +187,8 @@ var splitCases = []splitCase{
 	{`[.[] | .id] | length | . % 7`, "", true},
 	{`add`, "", true},
 	{`map(.id) | add`, "", true},
+	{`map(.id) | add`, `{"unused": 1}`, true},
+	{`add | . + $n`, `{"n": 1}`, true},
 	{`[.[] | numbers] | add`, "", true},
 	{`[.[] | strings] | add`, "", true},
 	{`[.[] | .name] | add`, "", true},
@@ -224,6 +227,10 @@ type splitOutcome struct {
 }
 
 func runPaged(ctx context.Context, e *Engine, db *snapshots.DB, resource, prog string, params map[string]any, limit, max int) (splitOutcome, error) {
+	return runPagedAt(ctx, e, db, snapshots.Ref{}, resource, prog, params, limit, max)
+}
+
+func runPagedAt(ctx context.Context, e *Engine, db *snapshots.DB, ref snapshots.Ref, resource, prog string, params map[string]any, limit, max int) (splitOutcome, error) {
 	var out splitOutcome
 	cursor := ""
 	defer func() {
@@ -232,7 +239,7 @@ func runPaged(ctx context.Context, e *Engine, db *snapshots.DB, resource, prog s
 		}
 	}()
 	for pages := 0; len(out.results) < max; pages++ {
-		res, err := e.Query(ctx, db, snapshots.Ref{}, Request{Resource: resource, Program: prog, Params: params, Limit: limit, Cursor: cursor, Caller: "t"})
+		res, err := e.Query(ctx, db, ref, Request{Resource: resource, Program: prog, Params: params, Limit: limit, Cursor: cursor, Caller: "t"})
 		if err != nil {
 			out.errText = err.Error()
 			return out, nil
@@ -551,5 +558,161 @@ func treeLevels(t *testing.T, db *snapshots.DB, resource string) int {
 			return levels
 		}
 		c = cc[0].Children[0]
+	}
+}
+
+// splitFixture is a database holding "wide" (a tree of three levels) at two revisions, a single-field commit apart.
+func splitFixture(t *testing.T) (db *snapshots.DB, revs [2]uint64, docs [2]any) {
+	db = newDB(t)
+	elems := splitDocs()["wide"]
+	text := "[" + strings.Join(elems, ",") + "]"
+	revs[0] = put(t, db, "wide", text)
+	docs[0], _ = jqdiff.Decode(text)
+	op := revision.Operation{Op: "replace", Path: "/100/score", Value: []byte("98"), HasValue: true}
+	res, err := db.Patch(ctxT(t), "wide", []revision.Operation{op}, snapshots.WriteOptions{Author: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs[1] = res.Revision
+	elems[100] = strings.Replace(elems[100], `"score":0`, `"score":98`, 1)
+	text = "[" + strings.Join(elems, ",") + "]"
+	docs[1], _ = jqdiff.Decode(text)
+	return db, revs, docs
+}
+
+var splitPrograms = []string{
+	`[.[] | select(.score > 90)] | length`, `.[] | select(.score > 97) | .id`, `map(.score) | add`,
+	`[.[] | select(.score > 90)] | .[-1].id`, `.[] | select(.score == 98) | {id, s: .score}`, `map(.id) | length > 3`,
+}
+
+// TestSplitConcurrent: split programs at once on two revisions sharing most chunks, with one engine: every answer
+// is the one it gets alone (the race detector watches the shared results).
+func TestSplitConcurrent(t *testing.T) {
+	db, revs, docs := splitFixture(t)
+	e := newEngine(t, Options{})
+	want := map[string]string{}
+	for k, rev := range revs {
+		for _, p := range splitPrograms {
+			ref := jqdiff.Run(ctxT(t), docs[k], p, nil, 10000)
+			want[fmt.Sprint(rev, p)] = strings.Join(ref.Results, "\n")
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2 * len(splitPrograms) {
+				p, rev := splitPrograms[(i+g)%len(splitPrograms)], revs[(i+g/2)%2]
+				r, err := e.Query(ctxT(t), db, snapshots.Ref{Revision: rev}, Request{Resource: "wide", Program: p, Limit: 1000})
+				if err != nil {
+					errs <- err
+					continue
+				}
+				var got []string
+				for _, x := range r.Results {
+					c, _ := jqdiff.Canon(x)
+					got = append(got, c)
+				}
+				if s := strings.Join(got, "\n"); s != want[fmt.Sprint(rev, p)] || r.Plan.Split == "" {
+					errs <- fmt.Errorf("%s at %d: %.100s (%+v), want %.100s", p, rev, s, r.Plan, want[fmt.Sprint(rev, p)])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestSplitCacheBound: the results kept fit in the engine's cache budget, shared with materialised values; with
+// a tiny budget, or none, the answers are the same.
+func TestSplitCacheBound(t *testing.T) {
+	db, revs, docs := splitFixture(t)
+	for _, budget := range []int64{-1, 32 << 10, 512 << 20} {
+		e := newEngine(t, Options{CacheBytes: budget})
+		for k, rev := range revs {
+			for _, p := range append(splitPrograms, `.[] | .name`, `.[]`, `.[] | .pad`) {
+				ref := jqdiff.Run(ctxT(t), docs[k], p, nil, 10000)
+				got, err := runPagedAt(ctxT(t), e, db, snapshots.Ref{Revision: rev}, "wide", p, nil, 1000, 10000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := jqdiff.Compare(ref, got.results, got.errText); err != nil || got.plan.Split == "" {
+					t.Errorf("cache %d, %s at %d: %v (%+v)", budget, p, rev, err, got.plan)
+				}
+			}
+		}
+		if e.mat != nil {
+			if n, used := e.mat.lru.stats(); used > budget || n == 0 {
+				t.Errorf("cache budget %d: %d entries take %d bytes", budget, n, used)
+			}
+		}
+	}
+}
+
+// TestSplitGivesUp: a split run that would keep more than its budget, or meets a number too long for gojq, gives
+// up and the program runs the plain way, with the plain answer.
+func TestSplitGivesUp(t *testing.T) {
+	db, _, docs := splitFixture(t)
+	e := newEngine(t, Options{})
+	old := splitSlack
+	splitSlack = 0
+	defer func() { splitSlack = old }()
+	// Ten copies of a 930-byte member per element: estimated at ten times the input, over 4 bytes per byte.
+	p := `[.[] | {a: .pad, b: .pad, c: .pad, d: .pad, e: .pad, f: .pad, g: .pad, h: .pad, i: .pad, j: .pad}] | length`
+	r, err := e.Query(ctxT(t), db, snapshots.Ref{}, Request{Resource: "wide", Program: p})
+	if err != nil || r.Plan.Split != "" || joined(r.Results) != "520" {
+		t.Errorf("over budget: %v %+v", err, r)
+	}
+	if r, err := e.Query(ctxT(t), db, snapshots.Ref{}, Request{Resource: "wide", Program: `map(.pad) | length`}); err != nil || r.Plan.Split == "" {
+		t.Errorf("within budget: %v %+v", err, r)
+	}
+	_ = docs
+
+	long := strings.Repeat("7", maxNumberText+1)
+	put(t, db, "long", `[{"n":1},{"n":`+long+`},{"n":3}]`)
+	for _, p := range []string{`[.[] | select(.n > 2)] | length`, `.[] | .n | length`, `map(.n) | length`} {
+		r, err := e.Query(ctxT(t), db, snapshots.Ref{}, Request{Resource: "long", Program: p})
+		if err != nil || r.Plan.Split != "" || r.Plan.Route != RouteWorker {
+			t.Errorf("%s with a long number: %v %+v", p, err, r)
+		}
+	}
+	// A member the program does not read is never given to gojq: a long number there does not matter.
+	r, err = e.Query(ctxT(t), db, snapshots.Ref{}, Request{Resource: "long", Program: `[.[] | .m] | length`})
+	if err != nil || r.Plan.Split == "" || joined(r.Results) != "3" {
+		t.Errorf("a long number not read: %v %+v", err, r)
+	}
+}
+
+// TestSplitDeadline: a split run stopped by its deadline fails, and keeps nothing wrong: the next run answers
+// right.
+func TestSplitDeadline(t *testing.T) {
+	db := newDB(t)
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range 20000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"User-%d","score":%d}`, i, i, i%100)
+	}
+	b.WriteString("]")
+	put(t, db, "big", b.String())
+	doc, _ := jqdiff.Decode(b.String())
+	p := `[.[] | select(.score > 90) | .name | ascii_downcase] | length`
+	short := newEngine(t, Options{Timeout: 3 * time.Millisecond})
+	_, err := short.Query(ctxT(t), db, snapshots.Ref{}, Request{Resource: "big", Program: p})
+	if !errors.Is(err, ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("past the deadline: %v", err)
+	}
+	ref := jqdiff.Run(ctxT(t), doc, p, nil, 10)
+	short.opts.Timeout = time.Minute
+	r, err := short.Query(ctxT(t), db, snapshots.Ref{}, Request{Resource: "big", Program: p})
+	if err != nil || joined(r.Results) != strings.Join(ref.Results, "\n") || r.Plan.Split == "" {
+		t.Errorf("after: %v %+v, want %v", err, r, ref.Results)
 	}
 }

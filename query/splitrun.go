@@ -53,6 +53,9 @@ var theMark = &projectionMark{}
 // errGiveUp ends a split run that cannot answer exactly; the program then runs the plain way.
 var errGiveUp = errors.New("the split run gave up")
 
+// splitSlack is what a split run may keep beyond materialFactor bytes per byte of its input's JSON.
+var splitSlack int64 = 64 << 20
+
 // splitLeaves is how many leaves a worker reads with one store call; splitWorkers caps the goroutines of one run.
 const (
 	splitLeaves  = 16
@@ -105,7 +108,7 @@ func (e *Engine) runSplit(ctx context.Context, prog *program, ps *params, src *s
 		return nil, false, nil
 	}
 	run := &splitRun{e: e, sp: sp, f: src.f, ctx: ctx, values: ps.values,
-		budget: materialFactor*int64(src.v.Size()) + 64<<20}
+		budget: materialFactor*int64(src.v.Size()) + splitSlack}
 	run.salt = splitSalt(prog, stop, ps)
 	if sp.fast != nil {
 		run.lits = fastValues(ctx, sp.lits, ps.values)
@@ -422,22 +425,27 @@ func (run *splitRun) sum(n *qnode) {
 		}
 	}
 	if r.iok && run.sp.final == finalAdd {
-		r.isum = run.add(sums)
+		r.isum, r.iok = run.add(sums)
 	}
 	n.res = r
 	run.keep(n.c.Hash, r, 128+48*int64(len(r.kids))+estimate(r.isum, 1<<20))
 }
 
-// add sums integers with gojq's add (exact: integers overflow into big integers).
-func (run *splitRun) add(xs []any) any {
+// add sums integers with gojq's add (exact: integers overflow into big integers). It is quick (a node's worth of
+// integers), so it runs to the end whatever the deadline; ok is false if it somehow did not give an integer.
+func (run *splitRun) add(xs []any) (sum any, ok bool) {
 	switch len(xs) {
 	case 0:
-		return nil
+		return nil, true
 	case 1:
-		return xs[0]
+		return xs[0], true
 	}
-	v, _ := run.sp.add.RunWithContext(context.Background(), xs).Next()
-	return v
+	v, _ := run.sp.add.Run(xs).Next()
+	switch v.(type) {
+	case int, *big.Int:
+		return v, true
+	}
+	return nil, false
 }
 
 // runLeaves runs f on the leaves in todo, in parallel, in batches read with one store call each.
@@ -692,7 +700,7 @@ func (run *splitRun) runLeaf(ctx context.Context, elems []revision.Value) (r *ch
 				ints = append(ints, v)
 			}
 		}
-		r.isum = run.add(ints)
+		r.isum, r.iok = run.add(ints)
 	}
 	cost += 128 + 16*int64(len(r.vals))
 	if aliases {
