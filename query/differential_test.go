@@ -175,8 +175,9 @@ func TestDifferentialCorpus(t *testing.T) {
 		}
 	}
 	d.report(1000)
-	if d.stats["route "+RouteWorker] == 0 || d.stats["route "+RouteInProcess] == 0 || d.stats["route "+RouteRead] == 0 {
-		t.Errorf("every route must be exercised: %v", d.stats)
+	if d.stats["route "+RouteWorker] == 0 || d.stats["route "+RouteInProcess] == 0 || d.stats["route "+RouteRead] == 0 ||
+		d.stats["split"] == 0 {
+		t.Errorf("every route must be exercised, and programs that split: %v", d.stats)
 	}
 }
 
