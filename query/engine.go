@@ -73,6 +73,10 @@ type Options struct {
 	// Programs bounds the cache of compiled programs (default 256).
 	Programs int
 
+	// noSplit runs every program the plain way, never split over an array's elements (split.go): for benchmarks
+	// that compare the two.
+	noSplit bool
+
 	// CursorKey authenticates cursors (HMAC-SHA256). Default: 32 random bytes per Engine, so cursors do not
 	// outlive the process. Set it (≥ 16 bytes) to keep cursors valid across restarts and replicas.
 	CursorKey []byte
@@ -402,7 +406,7 @@ func (e *Engine) execute(ctx context.Context, prog *program, ps *params, src *so
 	case <-e.closed:
 		return nil, fmt.Errorf("%w: the engine is closed", ErrUnavailable)
 	}
-	if mode == "run" {
+	if mode == "run" && !e.opts.noSplit {
 		if pg, ok, err := e.runSplit(ctx, prog, ps, src, k, skip, limit, maxBytes, plan); ok {
 			return pg, err
 		}

@@ -78,16 +78,18 @@ var splitKindNames = map[splitKind]string{splitStream: "stream", splitCollect: "
 
 // splitPlan is how a split program runs.
 type splitPlan struct {
-	kind  splitKind
-	final finalKind
-	each  *gojq.Code // .[] | f
-	g     *gojq.Code // finalProgram: g; finalAdd: g (add, or add | h) for sums that do not split
-	add   *gojq.Code // finalAdd: add, for the sums of chunks
-	then  *gojq.Code // finalLength, finalAdd: h in length | h, add | h (nil: none)
-	keys  []string   // projection: the members of an element f reads (sorted); nil when f sees whole elements
-	proj  bool
-	fast  *cond // f is select(c) with c one of these conditions: evaluated without gojq (see cond)
-	lits  []*gojq.Code
+	kind   splitKind
+	final  finalKind
+	each   *gojq.Code // .[] | f
+	g      *gojq.Code // finalProgram: g; finalAdd: g (add, or add | h) for sums that do not split
+	add    *gojq.Code // finalAdd: add, for the sums of chunks
+	then   *gojq.Code // finalLength, finalAdd: h in length | h, add | h (nil: none)
+	keys   []string   // projection: the members of an element f reads (sorted); nil when f sees whole elements
+	proj   bool
+	fast   *cond        // f is select(c) [| rest] with c one of these conditions: evaluated without gojq (see cond)
+	lits   []*gojq.Code // the values c compares with
+	rest   *gojq.Code   // .[] | rest, when f is select(c) | rest
+	member string       // f is .member: on objects, its value or null, without gojq
 }
 
 func (sp *splitPlan) name() string {
@@ -198,7 +200,15 @@ func splitOf(q *gojq.Query, vars []string) *splitPlan {
 	}
 	if keys, ok := projectable(f); ok {
 		sp.proj, sp.keys = true, keys
-		sp.fast, sp.lits = fastSelect(f, opts)
+		var rest *gojq.Query
+		if sp.fast, sp.lits, rest = fastSelect(f, opts); rest != nil {
+			if sp.rest, err = gojq.Compile(&gojq.Query{Left: iterQuery(), Op: gojq.OpPipe, Right: rest}, opts...); err != nil {
+				sp.fast, sp.lits = nil, nil
+			}
+		}
+	}
+	if k, ok := memberRead(f); ok {
+		sp.member = k
 	}
 	return sp
 }
@@ -218,11 +228,15 @@ type cond struct {
 	swap bool   // the value is on the left
 }
 
-// fastSelect recognises select(c) with c a cond, and compiles the values it compares with.
-func fastSelect(f *gojq.Query, opts []gojq.CompilerOption) (*cond, []*gojq.Code) {
+// fastSelect recognises select(c) and select(c) | rest with c a cond, and compiles the values c compares with.
+func fastSelect(f *gojq.Query, opts []gojq.CompilerOption) (*cond, []*gojq.Code, *gojq.Query) {
 	f = unwrap(f)
+	var rest *gojq.Query
+	if f.Term == nil && f.Op == gojq.OpPipe && len(f.Patterns) == 0 && len(f.FuncDefs) == 0 && isCall(f.Left, "select", 1) {
+		f, rest = unwrapParens(f.Left), f.Right
+	}
 	if !isCall(f, "select", 1) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var lits []*gojq.Code
 	var walk func(q *gojq.Query) *cond
@@ -264,9 +278,9 @@ func fastSelect(f *gojq.Query, opts []gojq.CompilerOption) (*cond, []*gojq.Code)
 	}
 	c := walk(f.Term.Func.Args[0])
 	if c == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return c, lits
+	return c, lits, rest
 }
 
 // memberRead recognises .k with a literal name and nothing after it.

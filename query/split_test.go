@@ -429,6 +429,9 @@ func TestSplitAnalysis(t *testing.T) {
 		{`.[] | select(not)`, "stream", "-", false},
 		{`.[] | select(. > 1)`, "stream", "-", false},
 		{`.[] | select(.a) | .b`, "stream", "a,b", false},
+		{`.[] | select(.a > 1) | .b`, "stream", "a,b", true},
+		{`.[] | select(.a > 1) | {b, c: .d}`, "stream", "a,b,d", true},
+		{`.[] | select(.a > 1) | .`, "stream", "a", true},
 		{`.[] | .a | .b`, "stream", "a", false},
 		{`.[] | {a, "b", c: .d, (.e): 1, $__loc__}`, "", "", false}, // $__loc__ does not compile in gojq
 		{`.[] | {a, "b", c: .d, (.e): 1}`, "stream", "a,b,d,e", false},
@@ -526,6 +529,10 @@ func TestSplitAnalysis(t *testing.T) {
 		}
 		if (sp.fast != nil) != c.fast {
 			t.Errorf("%s: fast condition %v, want %v", c.prog, sp.fast != nil, c.fast)
+		}
+		if want := map[string]string{`.[] | .a?`: "", `map(.a) | add | . + 1`: "a", `[.[] | .a]`: "a",
+			`.[] | .["a"]`: "a", `.[] | .a | .b`: ""}[c.prog]; want != sp.member && (want != "" || c.prog == `.[] | .a | .b`) {
+			t.Errorf("%s: member %q, want %q", c.prog, sp.member, want)
 		}
 	}
 }

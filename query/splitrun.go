@@ -580,120 +580,56 @@ func (run *splitRun) test(ctx context.Context, c *cond, ev revision.Value) (bool
 	return false, errGiveUp
 }
 
-// runFast is runLeaf for select(c) with c a cond, on a leaf of objects.
-func (run *splitRun) runFast(ctx context.Context, elems []revision.Value) (*chunkResult, int64, error) {
-	r := &chunkResult{leaf: true}
-	for j, ev := range elems {
-		ok, err := run.test(ctx, run.sp.fast, ev)
-		if err != nil {
-			return nil, 0, err
-		}
-		if ok {
-			r.vals = append(r.vals, elemRef(j))
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, 0, err
-	}
-	r.n = len(r.vals)
-	return r, 128 + 16*int64(len(r.vals)), nil
+// leafOutputs collects the outputs of f on one leaf, with what the result will cost in memory.
+type leafOutputs struct {
+	r       *chunkResult
+	cost    int64
+	aliases bool // some output may share the memory of the leaf's node
+	budget  int64
 }
 
-// runLeaf runs .[] | f on the elements of one leaf, and returns the result with its estimated memory.
-func (run *splitRun) runLeaf(ctx context.Context, elems []revision.Value) (r *chunkResult, cost int64, err error) {
-	sp := run.sp
-	if run.lits != nil && allObjects(elems) {
-		return run.runFast(ctx, elems)
+func newLeafOutputs(budget int64) *leafOutputs {
+	return &leafOutputs{r: &chunkResult{leaf: true, iok: true}, budget: budget}
+}
+
+// add takes one output (an elemRef for an element itself).
+func (o *leafOutputs) add(v any) error {
+	switch v.(type) {
+	case nil, int, *big.Int:
+	default:
+		o.r.iok = false
 	}
-	in := make([]any, len(elems))
-	var refs map[unsafe.Pointer]int32
-	raw := int64(0)
-	for j, ev := range elems {
-		raw += int64(len(ev.Encoding()))
-		var x any
-		if sp.proj && ev.Kind() == revision.Object {
-			if x, err = run.f.MaterializeMembers(ctx, ev, sp.keys); err != nil {
-				return nil, 0, err
-			}
-			m := x.(map[string]any)
-			for _, v := range m {
-				if hasLongNumber(v) {
-					return nil, 0, errGiveUp
-				}
-			}
-			m[markKey] = theMark
-			if refs == nil {
-				refs = make(map[unsafe.Pointer]int32, len(elems))
-			}
-			refs[reflect.ValueOf(m).UnsafePointer()] = int32(j)
-		} else {
-			if x, err = run.f.Materialize(ctx, ev); err != nil {
-				return nil, 0, err
-			}
-			if hasLongNumber(x) {
-				return nil, 0, errGiveUp
-			}
-		}
-		in[j] = x
-	}
-	r = &chunkResult{leaf: true, iok: true}
-	aliases := false
-	defer func() {
-		if p := recover(); p != nil {
-			r, cost, err = nil, 0, errGiveUp // the plain run reports the panic its own way
-		}
-	}()
-	it := sp.each.RunWithContext(ctx, in, run.values...)
-	for {
-		v, ok := it.Next()
-		if !ok {
-			break
-		}
-		if e, isErr := v.(error); isErr {
-			var halt *gojq.HaltError
-			if errors.As(e, &halt) {
-				return nil, 0, errGiveUp
-			}
-			if ctx.Err() != nil {
-				return nil, 0, ctx.Err()
-			}
-			r.err, r.iok = e, false
-			cost += 512
-			var ve gojq.ValueError
-			if errors.As(e, &ve) {
-				cost += estimate(ve.Value(), run.budget)
-			}
-			break
-		}
-		if m, isMap := v.(map[string]any); isMap {
-			if j, isRef := refs[reflect.ValueOf(m).UnsafePointer()]; isRef {
-				v = elemRef(j)
-			} else if _, marked := m[markKey]; marked {
-				return nil, 0, fmt.Errorf("%w: a projected element reached an output", errGiveUp)
-			}
-		}
+	if _, isRef := v.(elemRef); !isRef {
 		switch v.(type) {
-		case nil, int, *big.Int:
-		case elemRef:
-			r.iok = false
+		case nil, bool, int, float64:
 		default:
-			r.iok = false
+			o.aliases = true
 		}
-		if _, isRef := v.(elemRef); !isRef {
-			switch v.(type) {
-			case nil, bool, int, float64:
-			default:
-				aliases = true
-			}
-			cost += estimate(v, run.budget)
-		}
-		r.vals = append(r.vals, v)
-		if cost > run.budget {
-			return nil, 0, errGiveUp
-		}
+		o.cost += estimate(v, o.budget)
 	}
+	o.r.vals = append(o.r.vals, v)
+	if o.cost > o.budget {
+		return errGiveUp
+	}
+	return nil
+}
+
+// fail ends the outputs with the error f raised.
+func (o *leafOutputs) fail(e error) {
+	o.r.err, o.r.iok = e, false
+	o.cost += 512
+	var ve gojq.ValueError
+	if errors.As(e, &ve) {
+		o.cost += estimate(ve.Value(), o.budget)
+	}
+}
+
+// done finishes the result: its count, the sum of its integers for add, its cost (raw: the bytes of the leaf's
+// elements, counted when outputs may share them).
+func (o *leafOutputs) done(run *splitRun, raw int64) (*chunkResult, int64, error) {
+	r := o.r
 	r.n = len(r.vals)
-	if r.iok && sp.final == finalAdd {
+	if r.iok && run.sp.final == finalAdd {
 		ints := make([]any, 0, len(r.vals))
 		for _, v := range r.vals {
 			if v != nil {
@@ -702,12 +638,145 @@ func (run *splitRun) runLeaf(ctx context.Context, elems []revision.Value) (r *ch
 		}
 		r.isum, r.iok = run.add(ints)
 	}
-	cost += 128 + 16*int64(len(r.vals))
-	if aliases {
-		// Strings and numbers read from the input share the memory of its nodes: count the leaf's.
+	cost := o.cost + 128 + 16*int64(len(r.vals))
+	if o.aliases {
 		cost += raw
 	}
 	return r, cost, nil
+}
+
+// runLeaf runs .[] | f on the elements of one leaf, and returns the result with its estimated memory. On a leaf of
+// objects, f = .k and f = select(c) [| rest] with c a cond run without gojq (rest in gojq on the elements c keeps).
+func (run *splitRun) runLeaf(ctx context.Context, elems []revision.Value) (*chunkResult, int64, error) {
+	sp := run.sp
+	raw := int64(0)
+	for _, ev := range elems {
+		raw += int64(len(ev.Encoding()))
+	}
+	out := newLeafOutputs(run.budget)
+	switch {
+	case sp.member != "" && allObjects(elems):
+		for _, ev := range elems {
+			x, _, err := run.f.MaterializeMember(ctx, ev, sp.member)
+			if err != nil {
+				return nil, 0, err
+			}
+			if hasLongNumber(x) {
+				return nil, 0, errGiveUp
+			}
+			if err := out.add(x); err != nil {
+				return nil, 0, err
+			}
+		}
+	case run.lits != nil && allObjects(elems):
+		var kept []int
+		for j, ev := range elems {
+			ok, err := run.test(ctx, sp.fast, ev)
+			if err != nil {
+				return nil, 0, err
+			}
+			if ok {
+				kept = append(kept, j)
+			}
+		}
+		if sp.rest == nil {
+			for _, j := range kept {
+				if err := out.add(elemRef(j)); err != nil {
+					return nil, 0, err
+				}
+			}
+			break
+		}
+		if len(kept) == 0 {
+			break
+		}
+		if err := run.runGojq(ctx, sp.rest, elems, kept, out); err != nil {
+			return nil, 0, err
+		}
+	default:
+		if err := run.runGojq(ctx, sp.each, elems, nil, out); err != nil {
+			return nil, 0, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	return out.done(run, raw)
+}
+
+// runGojq runs code (.[] | something) on the elements of a leaf at the positions in at (nil, not empty: all of
+// them), projected when the plan says so, into out.
+func (run *splitRun) runGojq(ctx context.Context, code *gojq.Code, elems []revision.Value, at []int, out *leafOutputs) (err error) {
+	sp := run.sp
+	if at == nil {
+		at = make([]int, len(elems))
+		for j := range at {
+			at[j] = j
+		}
+	}
+	in := make([]any, len(at))
+	var refs map[unsafe.Pointer]int32
+	for i, j := range at {
+		ev := elems[j]
+		var x any
+		if sp.proj && ev.Kind() == revision.Object {
+			if x, err = run.f.MaterializeMembers(ctx, ev, sp.keys); err != nil {
+				return err
+			}
+			m := x.(map[string]any)
+			for _, v := range m {
+				if hasLongNumber(v) {
+					return errGiveUp
+				}
+			}
+			m[markKey] = theMark
+			if refs == nil {
+				refs = make(map[unsafe.Pointer]int32, len(at))
+			}
+			refs[reflect.ValueOf(m).UnsafePointer()] = int32(j)
+		} else {
+			if x, err = run.f.Materialize(ctx, ev); err != nil {
+				return err
+			}
+			if hasLongNumber(x) {
+				return errGiveUp
+			}
+		}
+		in[i] = x
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = errGiveUp // the plain run reports the panic its own way
+		}
+	}()
+	it := code.RunWithContext(ctx, in, run.values...)
+	for {
+		v, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		if e, isErr := v.(error); isErr {
+			var halt *gojq.HaltError
+			if errors.As(e, &halt) {
+				return errGiveUp
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			out.fail(e)
+			return nil
+		}
+		if m, isMap := v.(map[string]any); isMap {
+			if j, isRef := refs[reflect.ValueOf(m).UnsafePointer()]; isRef {
+				v = elemRef(j)
+			} else if _, marked := m[markKey]; marked {
+				return fmt.Errorf("%w: a projected element reached an output", errGiveUp)
+			}
+		}
+		if err := out.add(v); err != nil {
+			return err
+		}
+	}
 }
 
 // estimate is a rough count of the heap a value holds, stopping once it passes max. Shared parts count once per
