@@ -21,8 +21,8 @@ import (
 type Isolation int
 
 const (
-	// IsolateAuto runs bounded programs (see bounded.go) in the server process and every other program in a
-	// worker. The default.
+	// IsolateAuto runs bounded programs (see bounded.go) and programs that split over an array's elements (see
+	// split.go) in the server process, and every other program in a worker. The default.
 	IsolateAuto Isolation = iota
 	// IsolateAll runs every program in a worker. Pure path reads (a program that is only a literal path) still
 	// read in-process: they run no jq at all.
@@ -67,8 +67,9 @@ type Options struct {
 	// ErrUnavailable.
 	MaxConcurrent int
 
-	// CacheBytes bounds the cache of materialised values, estimated at 4 bytes of Go heap per byte of JSON
-	// (default 512 MiB; negative disables it).
+	// CacheBytes bounds the cache of materialised values, estimated at 4 bytes of Go heap per byte of JSON, and of
+	// the results split programs keep per node of an array (split.go), estimated too (default 512 MiB; negative
+	// disables it).
 	CacheBytes int64
 	// Programs bounds the cache of compiled programs (default 256).
 	Programs int
@@ -221,7 +222,7 @@ type Result struct {
 type Plan struct {
 	Route   string // "read" (a path read, no jq), "in-process" (a bounded program) or "worker"
 	Pointer string // the leading path read by pointer before any jq ran (a JSON Pointer); "" for none
-	Cached  bool   // in-process: the materialised input came from the cache
+	Cached  bool   // in-process: the materialised input came from the cache (split: every result did)
 	Why     string // worker: why the program is not bounded ("" under IsolateAll)
 
 	// Split names how an in-process program was split over the elements of the array it read (split.go):
