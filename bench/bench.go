@@ -238,6 +238,7 @@ var Metrics = []Metric{
 	{ID: "materialise-rate", Label: "(g) export throughput", Unit: "MB/s", HigherBetter: true},
 	{ID: "materialise-values", Label: "(g) materialise at K/2 as Go values (baseline: json.Unmarshal)", Unit: "ms"},
 	{ID: "jq", Label: "(h) jq `[.[] | select(.score > 90)] | length`", Unit: "ms"},
+	{ID: "jq-after-commit", Label: "(h) the same jq one single-field commit later, same engine", Unit: "ms"},
 	{ID: "jq-literal", Label: "(h) jq literal path `.[N/2].name`", Unit: "ms"},
 	{ID: "mcp", Label: "(i) MCP round trip over pipes (as stdio), point read at K/2", Unit: "ms"},
 	{ID: "concurrent", Label: "(j) 8 writers' commits/s ÷ serial", Unit: "x", HigherBetter: true},
@@ -275,6 +276,12 @@ type usedBytesReporter interface{ usedBytes() (int64, error) }
 // valueMaterialiser decodes the whole document at a revision into Go values ([]any, map[string]any, …).
 type valueMaterialiser interface {
 	materialise(ctx context.Context, k int) (any, error)
+}
+
+// incrementalQuerier runs the jq program at revision k-1, then again at k (one single-field commit later) in the
+// same engine, and returns the second answer and how long the second run took.
+type incrementalQuerier interface {
+	jqAfterCommit(ctx context.Context, k int) (int, time.Duration, error)
 }
 
 // literalQuerier runs a literal-path jq program.
@@ -593,6 +600,20 @@ func runOne(ctx context.Context, o *Options, rep *Report, name string, s system,
 		return nil
 	}); err != nil {
 		return err
+	}
+	if iq, ok := s.(incrementalQuerier); ok && K >= 1 {
+		xs := make([]float64, 0, reps)
+		for r := 0; r < reps; r++ {
+			got, took, err := iq.jqAfterCommit(ctx, K)
+			if err == nil && got != w.over90(K) {
+				err = fmt.Errorf("counted %d, want %d", got, w.over90(K))
+			}
+			if err != nil {
+				return fmt.Errorf("jq-after-commit: %w", err)
+			}
+			xs = append(xs, ms(took))
+		}
+		rec("jq-after-commit", Summarize(xs).Median)
 	}
 	if lq, ok := s.(literalQuerier); ok {
 		if err := timed("jq-literal", func(r int) error {

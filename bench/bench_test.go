@@ -73,7 +73,7 @@ func fakeReport() *Report {
 	for _, n := range r.N {
 		for _, m := range Metrics {
 			for si, s := range r.Systems {
-				if s != "strata" && (m.ID == "mcp" || m.ID == "jq-literal") {
+				if s != "strata" && (m.ID == "mcp" || m.ID == "jq-literal" || m.ID == "jq-after-commit") {
 					continue
 				}
 				for run := 1; run <= 3; run++ {

@@ -28,6 +28,7 @@ var doltOptional = map[string]func(system) bool{
 	"disk-used":          func(s system) bool { _, ok := s.(usedBytesReporter); return ok },
 	"materialise-values": func(s system) bool { _, ok := s.(valueMaterialiser); return ok },
 	"jq-literal":         func(s system) bool { _, ok := s.(literalQuerier); return ok },
+	"jq-after-commit":    func(s system) bool { _, ok := s.(incrementalQuerier); return ok },
 	"mcp":                func(s system) bool { _, ok := s.(mcpReader); return ok },
 	"concurrent":         func(s system) bool { _, ok := s.(concurrentCommitter); return ok },
 }

@@ -24,8 +24,9 @@ type program struct {
 
 	plan plan
 
-	mu   sync.Mutex
-	rest map[int]*gojq.Code // compiled remainder after k pushed-down steps
+	mu     sync.Mutex
+	rest   map[int]*gojq.Code // compiled remainder after k pushed-down steps
+	splits map[int]*splitPlan // how the remainder after k steps splits over an array's elements (split.go); nil: it does not
 }
 
 // step is one leading literal path step: .name, ."name", .["name"], .[3], .[-1] or .[$param].

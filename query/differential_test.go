@@ -28,6 +28,7 @@ type diffRun struct {
 	errText string
 	routes  map[string]bool
 	pointer bool // some leading path was read by pointer
+	split   bool // some page ran split over an array's elements (split.go)
 }
 
 func runEngine(ctx context.Context, e *Engine, db *snapshots.DB, resource string, c jqdiff.Case, max int) (diffRun, error) {
@@ -45,6 +46,7 @@ func runEngine(ctx context.Context, e *Engine, db *snapshots.DB, resource string
 		}
 		out.routes[res.Plan.Route] = true
 		out.pointer = out.pointer || res.Plan.Pointer != ""
+		out.split = out.split || res.Plan.Split != ""
 		for _, r := range res.Results {
 			out.results = append(out.results, r)
 		}
@@ -111,6 +113,9 @@ func (d *differ) check(resource string, c jqdiff.Case) {
 	if got.pointer {
 		d.stats["pushed down"]++
 	}
+	if got.split {
+		d.stats["split"]++
+	}
 	if ref.Err != nil {
 		d.stats["errors"]++
 	}
@@ -170,8 +175,9 @@ func TestDifferentialCorpus(t *testing.T) {
 		}
 	}
 	d.report(1000)
-	if d.stats["route "+RouteWorker] == 0 || d.stats["route "+RouteInProcess] == 0 || d.stats["route "+RouteRead] == 0 {
-		t.Errorf("every route must be exercised: %v", d.stats)
+	if d.stats["route "+RouteWorker] == 0 || d.stats["route "+RouteInProcess] == 0 || d.stats["route "+RouteRead] == 0 ||
+		d.stats["split"] == 0 {
+		t.Errorf("every route must be exercised, and programs that split: %v", d.stats)
 	}
 }
 
@@ -192,23 +198,34 @@ func TestDifferentialRandom(t *testing.T) {
 	t.Logf("seed %d (STRATA_DIFF_SEED=%d replays it)", seed, seed)
 	r := rand.New(rand.NewSource(seed))
 	e := newEngine(t, Options{})
-	fails, pushed := 0, 0
+	fails, pushed, split := 0, 0, 0
 	for i := 0; i < n && fails < 10; i++ {
 		doc, c := jqdiff.Random(r)
-		if msg, ok := differential(t, e, doc, c); !ok {
+		msg, ok := differential(t, e, doc, c)
+		switch {
+		case !ok:
 			fails++
 			t.Errorf("case %d: %s", i, msg)
-		} else if msg == "pushed" {
-			pushed++
+		default:
+			if strings.Contains(msg, "pushed") {
+				pushed++
+			}
+			if strings.Contains(msg, "split") {
+				split++
+			}
 		}
 	}
+	t.Logf("%d cases: %d read a path by pointer, %d split", n, pushed, split)
 	if pushed < n/10 {
 		t.Errorf("only %d of %d random cases read a path by pointer: the generator no longer exercises the pushdown", pushed, n)
+	}
+	if split < n/100 {
+		t.Errorf("only %d of %d random cases split over an array's elements: the generator no longer exercises split.go", split, n)
 	}
 }
 
 // differential runs one random case on a fresh database; it reports whether Strata agreed with gojq, and when it
-// did, "pushed" if a leading path was read by pointer.
+// did, "pushed" if a leading path was read by pointer and "split" if it ran split over an array's elements.
 func differential(t *testing.T, e *Engine, doc string, c jqdiff.Case) (string, bool) {
 	t.Helper()
 	input, err := jqdiff.Decode(doc)
@@ -236,10 +253,14 @@ func differential(t *testing.T, e *Engine, doc string, c jqdiff.Case) (string, b
 		p, _ := json.Marshal(c.Program)
 		return fmt.Sprintf("program %s params %s on %s:\n%v", p, c.Params, clipUTF8(doc, 400), err), false
 	}
+	var how []string
 	if got.pointer {
-		return "pushed", true
+		how = append(how, "pushed")
 	}
-	return "", true
+	if got.split {
+		how = append(how, "split")
+	}
+	return strings.Join(how, " "), true
 }
 
 // FuzzDifferential compares Strata and gojq on documents and programs the fuzzer makes. A document that is not
@@ -267,7 +288,8 @@ func FuzzDifferential(f *testing.F) {
 		}
 		if prog != "" && len(prog) < 1<<12 {
 			if p, err := analyse(prog, nil); err == nil {
-				if !p.bounded {
+				if !p.bounded && p.split(-1) == nil {
+					// (A program that splits, split.go, runs in-process in Strata: its reference is safe too.)
 					t.Skip("not bounded: the reference would run it without a memory limit")
 				}
 				c = jqdiff.Case{Program: prog}

@@ -31,6 +31,11 @@
 //     plus the program, no single operation runs long). The input is materialised as Go values and cached by
 //     Value.Hash (an LRU bounded in estimated bytes, 4 bytes of heap per byte of JSON; contents never change;
 //     concurrent misses materialise once), and gojq runs under the query's deadline.
+//     - "in-process", split (Plan.Split): a program that decomposes over the elements of the array it reads —
+//     .[] | f, [.[] | f] | g, map(f) | g, [.[] | f] | length, add — with f bounded and finite, and g bounded or
+//     length or add (split.go). f runs on each leaf of the array's tree, in parallel, on only the members it reads,
+//     and each node's result is cached by hash (in the cache of materialised values): after a commit only the new
+//     nodes run. Not under IsolateAll.
 //     - "worker": everything else (Isolate decides; IsolateAll sends every program, IsolateNone none). The input's
 //     JSON is streamed to a worker process, which decodes it while it arrives and runs the program.
 //  4. Paging: results are encoded as they come; a page ends at Limit results (≤ MaxResults) or before the result

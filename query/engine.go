@@ -21,8 +21,8 @@ import (
 type Isolation int
 
 const (
-	// IsolateAuto runs bounded programs (see bounded.go) in the server process and every other program in a
-	// worker. The default.
+	// IsolateAuto runs bounded programs (see bounded.go) and programs that split over an array's elements (see
+	// split.go) in the server process, and every other program in a worker. The default.
 	IsolateAuto Isolation = iota
 	// IsolateAll runs every program in a worker. Pure path reads (a program that is only a literal path) still
 	// read in-process: they run no jq at all.
@@ -67,11 +67,16 @@ type Options struct {
 	// ErrUnavailable.
 	MaxConcurrent int
 
-	// CacheBytes bounds the cache of materialised values, estimated at 4 bytes of Go heap per byte of JSON
-	// (default 512 MiB; negative disables it).
+	// CacheBytes bounds the cache of materialised values, estimated at 4 bytes of Go heap per byte of JSON, and of
+	// the results split programs keep per node of an array (split.go), estimated too (default 512 MiB; negative
+	// disables it).
 	CacheBytes int64
 	// Programs bounds the cache of compiled programs (default 256).
 	Programs int
+
+	// noSplit runs every program the plain way, never split over an array's elements (split.go): for benchmarks
+	// that compare the two.
+	noSplit bool
 
 	// CursorKey authenticates cursors (HMAC-SHA256). Default: 32 random bytes per Engine, so cursors do not
 	// outlive the process. Set it (≥ 16 bytes) to keep cursors valid across restarts and replicas.
@@ -220,8 +225,15 @@ type Result struct {
 type Plan struct {
 	Route   string // "read" (a path read, no jq), "in-process" (a bounded program) or "worker"
 	Pointer string // the leading path read by pointer before any jq ran (a JSON Pointer); "" for none
-	Cached  bool   // in-process: the materialised input came from the cache
+	Cached  bool   // in-process: the materialised input came from the cache (split: every result did)
 	Why     string // worker: why the program is not bounded ("" under IsolateAll)
+
+	// Split names how an in-process program was split over the elements of the array it read (split.go):
+	// "stream", "collect", "collect | length", "collect | add" or "collect | g"; "" when it was not. Chunks is how
+	// many leaves of the array's tree f then ran on, Reused how many chunks (leaves or whole subtrees) had their
+	// result in the cache.
+	Split          string
+	Chunks, Reused int
 }
 
 // Route names.
@@ -397,6 +409,12 @@ func (e *Engine) execute(ctx context.Context, prog *program, ps *params, src *so
 		return nil, fmt.Errorf("%w: %d queries are running, the most this server runs at once, and none finished in time; retry shortly", ErrUnavailable, cap(e.slots))
 	case <-e.closed:
 		return nil, fmt.Errorf("%w: the engine is closed", ErrUnavailable)
+	}
+	if mode == "run" && !e.opts.noSplit {
+		if pg, ok, err := e.runSplit(ctx, prog, ps, src, k, skip, limit, maxBytes, plan); ok {
+			e.stats.inProcess.Add(1) // a split program runs in-process, leaf by leaf
+			return pg, err
+		}
 	}
 	stop := -1
 	if prog.plan.term != nil {

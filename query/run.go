@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,9 +23,15 @@ type page struct {
 // when the next result would take the page past maxBytes. A first result larger than maxBytes on its own is an
 // ErrLimit error. It runs in the server (bounded programs) and in workers alike.
 func runPage(ctx context.Context, prog string, code *gojq.Code, input any, values []any, skip, limit, maxBytes int) (*page, error) {
+	return pageOf(ctx, prog, outputs(ctx, code, input, values), 0, skip, limit, maxBytes)
+}
+
+// pageOf is runPage on a sequence of outputs (values, or an error that ends them) whose first is output number first
+// of the program: a split program (split.go) may start at the page.
+func pageOf(ctx context.Context, prog string, seq iter.Seq[any], first, skip, limit, maxBytes int) (*page, error) {
 	p := &page{results: [][]byte{}}
 	used := 0
-	err := each(ctx, prog, code, input, values, func(i int, v any) (bool, error) {
+	err := eachOf(ctx, prog, seq, first, func(i int, v any) (bool, error) {
 		if i < skip {
 			return true, nil
 		}
@@ -91,30 +98,48 @@ func runTransform(ctx context.Context, prog string, code *gojq.Code, input any, 
 
 // each runs code and calls fn with every result in order until fn returns false or an error. A run-time error of
 // the program, a deadline, or a panic inside gojq ends it with an error.
-func each(ctx context.Context, prog string, code *gojq.Code, input any, values []any, fn func(int, any) (bool, error)) (err error) {
+func each(ctx context.Context, prog string, code *gojq.Code, input any, values []any, fn func(int, any) (bool, error)) error {
+	return eachOf(ctx, prog, outputs(ctx, code, input, values), 0, fn)
+}
+
+// outputs is the sequence of a program's outputs on input.
+func outputs(ctx context.Context, code *gojq.Code, input any, values []any) iter.Seq[any] {
+	return func(yield func(any) bool) {
+		it := code.RunWithContext(ctx, input, values...)
+		for {
+			v, ok := it.Next()
+			if !ok || !yield(v) {
+				return
+			}
+		}
+	}
+}
+
+// eachOf is each on a sequence of outputs, numbered from first.
+func eachOf(ctx context.Context, prog string, seq iter.Seq[any], first int, fn func(int, any) (bool, error)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = queryErr(prog, -1, "the query failed inside the jq engine: %s", clipMessage(fmt.Sprint(r)))
 		}
 	}()
-	iter := code.RunWithContext(ctx, input, values...)
-	for i := 0; ; i++ {
-		v, ok := iter.Next()
-		if !ok {
-			return nil
-		}
+	i := first
+	seq(func(v any) bool {
 		if e, isErr := v.(error); isErr {
 			var halt *gojq.HaltError
-			if errors.As(e, &halt) && halt.Value() == nil {
-				return nil
+			if !errors.As(e, &halt) || halt.Value() != nil {
+				err = runtimeError(ctx, prog, e)
 			}
-			return runtimeError(ctx, prog, e)
+			return false
 		}
-		more, err := fn(i, v)
-		if err != nil || !more {
-			return err
+		more, ferr := fn(i, v)
+		i++
+		if ferr != nil || !more {
+			err = ferr
+			return false
 		}
-	}
+		return true
+	})
+	return err
 }
 
 var reApplied = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*) cannot be applied`)

@@ -13,6 +13,7 @@ import (
 type litPath struct {
 	jq    string
 	steps []string // JSON texts of the steps (strings or integers)
+	array bool     // it leads to an array
 }
 
 // Paths enumerates literal paths into v, at most depth steps deep: every member of an object; of an array the
@@ -29,7 +30,8 @@ func paths(v any, depth int) []litPath {
 			if p.jq == "" && strings.HasPrefix(jqStep, "[") {
 				jqStep = "." + jqStep // .["a/b"] and .[0] at the start, not an array literal
 			}
-			q := litPath{jq: p.jq + jqStep, steps: append(slices.Clip(p.steps), step)}
+			_, isArray := child.([]any)
+			q := litPath{jq: p.jq + jqStep, steps: append(slices.Clip(p.steps), step), array: isArray}
 			out = append(out, q)
 			if descend {
 				walk(child, q, d+1)
@@ -298,6 +300,21 @@ func (g *gen) program() string {
 		return "reduce (" + p + " | .[]?) as $x (0; . + 1)"
 	case 6:
 		return p + ", " + g.expr(2)
+	case 7:
+		// A program that splits over the elements of an array the path leads to (query/split.go in Strata).
+		var arrays []string
+		for _, lp := range g.paths {
+			if lp.array {
+				arrays = append(arrays, lp.jq)
+			}
+		}
+		if len(arrays) > 0 {
+			f := g.pick(splitFilters)
+			if strings.Contains(f, "$p") {
+				f = strings.ReplaceAll(f, "$p", g.param())
+			}
+			return g.pick(arrays) + " | " + f
+		}
 	}
 	if g.r.Intn(2) == 0 {
 		return p + " | " + g.filter()
@@ -393,10 +410,23 @@ var filters = []string{
 	"@uri?", "@csv?", "@tsv?", "ascii_upcase?", "getpath([0])?", "splits(\"b\")?", "sub(\"a\"; \"b\")?",
 }
 
+// splitFilters are programs that split over an array's elements in Strata (query/split.go), and near misses.
+var splitFilters = []string{
+	"[.[] | select(.score > 50)] | length", "[.[] | select(.score? > $p)] | length", "map(.score?) | add",
+	".[] | select(.id? == 7) | .name?", "map(select(.score? >= 98) | {id, name})", "[.[] | .tags?[0]] | length > 1",
+	".[] | .score + 1", "[.[] | numbers] | add", "add", "map(.id?) | add | . + 1", "[.[] | type] | .[0:2]",
+	".[] | select(.) | .id?", "[.[] | if .score? > 90 then error(\"big\") else . end] | length", ".[]",
+	"[.[] | select(.name? == $p)] | length", "map(.name?) | add", ".[] | select(.score? < 3 or .id? == 200)",
+	"[.[] | .id?] | length | . % 7", "map(select(.score? != 5)) | .[-1:]", ".[]? | .id?", "[.[]] | length",
+}
+
 func (g *gen) filter() string {
 	f := g.pick(filters)
 	if g.r.Intn(4) == 0 {
 		f += " | " + g.pick(filters)
+	}
+	if strings.Contains(f, "$p") {
+		f = strings.ReplaceAll(f, "$p", g.param())
 	}
 	return f
 }
