@@ -336,8 +336,10 @@ func (p *Postgres) migrate(ctx context.Context) error {
 			return nil
 		}
 		var pe *pgconn.PgError
-		// Two processes creating strata_schema at once: one of them fails on the catalog's unique index. Again.
-		if !errors.As(err, &pe) || (pe.Code != "23505" && pe.Code != "42P07") {
+		// Two processes creating strata_schema at once: one of them fails on the catalog's unique index (23505), or
+		// finds the table's row type made a moment before (42710, "type strata_schema already exists"), or the
+		// table itself (42P07). Again: IF NOT EXISTS then sees it.
+		if !errors.As(err, &pe) || (pe.Code != "23505" && pe.Code != "42P07" && pe.Code != "42710") {
 			break
 		}
 	}
