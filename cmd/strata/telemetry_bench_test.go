@@ -41,7 +41,7 @@ func cpuTime() time.Duration {
 // BenchmarkReadToolTelemetry is mcp.BenchmarkReadTool (docs/benchmarks.md's (i) without a process boundary) with
 // what strata serve adds for its operator: off; metrics and the request log on (JSON lines to a file, as stderr
 // redirected, and the Prometheus hooks of the data directory); and tracing on too (every request a span, batched
-// to an exporter). The targets (BENCH.md): within 5% and 15% of off.
+// to an exporter). The targets (docs/benchmarks.md): within 5% and 15% of off.
 func BenchmarkReadToolTelemetry(b *testing.B) {
 	for _, mode := range []string{"off", "metrics+logs", "tracing"} {
 		b.Run(mode, func(b *testing.B) {
