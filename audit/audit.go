@@ -271,8 +271,9 @@ func capField(s string) string {
 // Log is an audit log file opened for appending. It is safe for concurrent use by goroutines, and other processes
 // may append to the same file at the same time.
 type Log struct {
-	path string
-	now  func() time.Time
+	path  string
+	now   func() time.Time
+	table *pgTable // the log is a PostgreSQL table (postgres.go), not the file at path
 
 	mu     sync.Mutex
 	f      *os.File
@@ -325,7 +326,7 @@ func openFile(path string) (*os.File, error) {
 	return f, nil
 }
 
-// Path is the file the log appends to.
+// Path is the file the log appends to (for a table, where it is).
 func (l *Log) Path() string { return l.path }
 
 // Append completes rec's chain fields (Seq, Prev, Hash), fills in Time when it is zero, appends it as one line
@@ -344,6 +345,9 @@ func (l *Log) Append(rec Record) (Record, error) {
 	if l.closed {
 		return rec, errors.New("audit: log is closed")
 	}
+	if l.table != nil {
+		return l.table.append(rec, l.seal)
+	}
 	if err := l.lock(); err != nil {
 		return rec, err
 	}
@@ -354,11 +358,7 @@ func (l *Log) Append(rec Record) (Record, error) {
 		l.cached = false
 		return rec, err
 	}
-	rec.Seq, rec.Prev = seq+1, prev
-	if rec.Hash, err = ComputeHash(rec); err != nil {
-		return rec, err
-	}
-	line, err := rec.MarshalJSON()
+	rec, line, err := l.seal(rec, seq, prev)
 	if err != nil {
 		return rec, err
 	}
@@ -376,6 +376,18 @@ func (l *Log) Append(rec Record) (Record, error) {
 	return rec, nil
 }
 
+// seal completes the chain of a record that follows the record numbered seq with hash prev, and returns its line
+// (without the '\n'). The file and the table (postgres.go) chain records the same way.
+func (l *Log) seal(rec Record, seq uint64, prev string) (Record, []byte, error) {
+	rec.Seq, rec.Prev = seq+1, prev
+	var err error
+	if rec.Hash, err = ComputeHash(rec); err != nil {
+		return rec, nil, err
+	}
+	line, err := rec.MarshalJSON()
+	return rec, line, err
+}
+
 // Check reports whether a record could be appended now: the file can be locked and its last line is a record
 // (a torn last line is cut off, as Append would). A caller that writes its record only once the call's outcome
 // is known can Check first, and refuse the call when the log is not usable (fail closed). It writes no record.
@@ -384,6 +396,9 @@ func (l *Log) Check() error {
 	defer l.mu.Unlock()
 	if l.closed {
 		return errors.New("audit: log is closed")
+	}
+	if l.table != nil {
+		return l.table.check()
 	}
 	if err := l.lock(); err != nil {
 		return err
@@ -497,6 +512,9 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
+	if l.table != nil {
+		return nil // the pool is its owner's
+	}
 	return l.f.Close()
 }
 
