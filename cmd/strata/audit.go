@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-db/strata/audit"
+	"github.com/strata-db/strata/snapshots"
+	"github.com/strata-db/strata/store"
 )
 
 type auditOptions struct {
@@ -35,7 +37,8 @@ func newAuditCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Show the audit log of agents' calls, or verify its hash chain",
-		Long: `Show the audit log of the data directory (DATA/audit.log), oldest first: one record per call that
+		Long: `Show the audit log of the data directory (DATA/audit.log; with a PostgreSQL location, its table
+strata_audit), oldest first: one record per call that
 strata mcp and strata serve received — allowed, asked, denied, rate limited or failed — with who made it,
 through which client, which tool on which database, the policy's decision, the outcome (ok or the error
 code) and the revision or plan it made. Arguments are recorded only as a digest; values never are.
@@ -122,6 +125,17 @@ func runAudit(cmd *cobra.Command, g *globalOptions, o *auditOptions) error {
 		}
 	}
 
+	if store.LooksLikeURL(g.dataDir) {
+		// The log is the table strata_audit of the PostgreSQL database (audit/postgres.go).
+		return g.withDir(false, func(dir *snapshots.Dir) error {
+			pool := dir.Postgres().Pool()
+			if o.verify {
+				n, err := audit.VerifyPostgres(cmd.Context(), pool)
+				return reportVerify(w, n, err, dir.Path()+" (table strata_audit)", o.format == "json")
+			}
+			return showAudit(w, g, audit.ReadPostgres(cmd.Context(), pool), o.format, f)
+		})
+	}
 	path := audit.PathIn(g.dataDir)
 	file, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -141,7 +155,12 @@ func runAudit(cmd *cobra.Command, g *globalOptions, o *auditOptions) error {
 	if o.verify {
 		return verifyAudit(w, file, path, o.format == "json")
 	}
-	switch o.format {
+	return showAudit(w, g, file, o.format, f)
+}
+
+// showAudit lists the records of a log read from r in a format.
+func showAudit(w io.Writer, g *globalOptions, file io.Reader, format string, f audit.Filter) error {
+	switch format {
 	case "json":
 		return audit.Read(file, f, func(r audit.Record) error { return writeJSONLine(w, r) })
 	case "csv":
@@ -170,6 +189,12 @@ func parseWhen(flag, s string, now time.Time, loc *time.Location) (time.Time, er
 // verifyAudit checks the chain and says so, or fails naming the first bad line.
 func verifyAudit(w io.Writer, r io.Reader, path string, asJSON bool) error {
 	n, err := audit.Verify(r)
+	return reportVerify(w, n, err, path, asJSON)
+}
+
+// reportVerify says what verifying the log at path found: n records check out, and err is nil, a *VerifyError or
+// a failure to read it.
+func reportVerify(w io.Writer, n int, err error, path string, asJSON bool) error {
 	var ve *audit.VerifyError
 	if err != nil && !errors.As(err, &ve) {
 		return fmt.Errorf("reading %s: %w", path, err)

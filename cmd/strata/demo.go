@@ -15,7 +15,6 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/strata-db/strata/audit"
 	strataMCP "github.com/strata-db/strata/mcp"
 	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/snapshots"
@@ -138,9 +137,9 @@ func runDemo(ctx context.Context, w io.Writer, g *globalOptions, o *demoOptions)
 		return err
 	}
 	defer engine.Close()
-	aud, err := audit.Open(audit.PathIn(dir.Path()))
+	aud, err := openAuditLog(ctx, dir)
 	if err != nil {
-		return fmt.Errorf("opening the audit log: %w", err)
+		return err
 	}
 	defer aud.Close()
 	srv, err := strataMCP.NewServer(dir, strataMCP.Config{Writes: strataMCP.WritesBranches, Principal: demoAgent,
@@ -169,7 +168,7 @@ func runDemo(ctx context.Context, w io.Writer, g *globalOptions, o *demoOptions)
 
 	took := ms(time.Since(start))
 	end := []string{
-		fmt.Sprintf("Done in %.0f ms. The database %q stays in %s; explore it with the command line:", took, demoDB, g.dataDir),
+		fmt.Sprintf("Done in %.0f ms. The database %q stays in %s; explore it with the command line:", took, demoDB, dir.Path()),
 		"  strata log demo                          every revision: the operator's import, the agent's, the revert",
 		"  strata diff demo before-agent main       what main changed since the snapshot (nothing: it was reverted)",
 		"  strata diff demo before-agent " + demoBranch + "   what the agent did on its branch",

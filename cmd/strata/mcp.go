@@ -180,10 +180,10 @@ func openMCP(g *globalOptions, f *mcpFlags, logger *slog.Logger, check func(s *g
 		return nil, err
 	}
 	// Every call is audited; a server that cannot keep the log does not start.
-	if b.audit, err = audit.Open(audit.PathIn(b.dir.Path())); err != nil {
+	if b.audit, err = openAuditLog(context.Background(), b.dir); err != nil {
 		b.engine.Close()
 		b.dir.Close()
-		return nil, fmt.Errorf("opening the audit log: %w", err)
+		return nil, err
 	}
 	if b.gate, err = gate.New(b.dir, &gate.Options{Engine: b.engine, Audit: b.audit, Logger: logger}); err != nil {
 		b.audit.Close()
