@@ -171,12 +171,6 @@ func (p *Postgres) Location() string { return p.loc }
 // It is closed by Close.
 func (p *Postgres) Pool() *pgxpool.Pool { return p.pool }
 
-// Fail turns an error of a query made through Pool into the error a caller sees: ErrUnavailable when the server
-// cannot be reached, with where it happened and never the password.
-func (p *Postgres) Fail(ctx context.Context, doing string, err error) error {
-	return p.fail(ctx, doing, err)
-}
-
 // Close closes the pool and the notification listener. Backends opened from p stop working.
 func (p *Postgres) Close() error {
 	if !p.closed.CompareAndSwap(false, true) {
