@@ -307,6 +307,7 @@ type Log struct {
 	key      *Key
 	maxBytes int64
 	warn     func(error)
+	table    *pgTable // the log is a PostgreSQL table (postgres.go), not the file at path
 
 	mu     sync.Mutex
 	f      *os.File
@@ -397,7 +398,7 @@ func openFile(path string) (*os.File, error) {
 	return f, nil
 }
 
-// Path is the file the log appends to.
+// Path is the file the log appends to (for a table, where it is).
 func (l *Log) Path() string { return l.path }
 
 // KeyID is the id of the log's key, "" when it is not keyed.
@@ -425,6 +426,9 @@ func (l *Log) Append(rec Record) (Record, error) {
 	if l.closed {
 		return rec, errors.New("audit: log is closed")
 	}
+	if l.table != nil {
+		return l.table.append(rec, l.seal)
+	}
 	if err := l.lock(); err != nil {
 		return rec, err
 	}
@@ -441,14 +445,7 @@ func (l *Log) Append(rec Record) (Record, error) {
 		l.cached = false
 		return rec, err
 	}
-	if err := l.keyCheck(keyID); err != nil {
-		return rec, err
-	}
-	rec.Seq, rec.Prev, rec.KeyID = seq+1, prev, l.KeyID()
-	if rec.Hash, err = hashWith(rec, l.key); err != nil {
-		return rec, err
-	}
-	line, err := rec.MarshalJSON()
+	rec, line, err := l.seal(rec, seq, prev, keyID)
 	if err != nil {
 		return rec, err
 	}
@@ -494,6 +491,22 @@ func (l *Log) keyCheck(lastKeyID string) error {
 	return nil
 }
 
+// seal completes the chain of a record that follows the record numbered seq with hash prev and key id lastKeyID,
+// and returns its line (without the '\n'): it refuses to extend a keyed chain without its key, and keys the record
+// when the log has one. The file and the table (postgres.go) chain records the same way.
+func (l *Log) seal(rec Record, seq uint64, prev, lastKeyID string) (Record, []byte, error) {
+	if err := l.keyCheck(lastKeyID); err != nil {
+		return rec, nil, err
+	}
+	rec.Seq, rec.Prev, rec.KeyID = seq+1, prev, l.KeyID()
+	var err error
+	if rec.Hash, err = hashWith(rec, l.key); err != nil {
+		return rec, nil, err
+	}
+	line, err := rec.MarshalJSON()
+	return rec, line, err
+}
+
 // Check reports whether a record could be appended now: the file can be locked, its last line is a record (a
 // torn last line is cut off, as Append would), and the log's key fits the chain. A caller that writes its record
 // only once the call's outcome is known can Check first, and refuse the call when the log is not usable (fail
@@ -503,6 +516,13 @@ func (l *Log) Check() error {
 	defer l.mu.Unlock()
 	if l.closed {
 		return errors.New("audit: log is closed")
+	}
+	if l.table != nil {
+		keyID, err := l.table.check()
+		if err != nil {
+			return err
+		}
+		return l.keyCheck(keyID)
 	}
 	if err := l.lock(); err != nil {
 		return err
@@ -625,6 +645,9 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
+	if l.table != nil {
+		return nil // the pool is its owner's
+	}
 	return l.f.Close()
 }
 

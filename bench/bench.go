@@ -28,10 +28,12 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/strata-db/strata/internal/pgserver"
 )
 
 // Systems lists every system the suite knows, in the order tables show them.
-var Systems = []string{"strata", "baseline", "git", "sqlite", "postgres", "dolt", "dolt-rows"}
+var Systems = []string{"strata", "baseline", "git", "sqlite", "postgres", "strata-pg", "dolt", "dolt-rows"}
 
 // DefaultN are the document sizes of a full run.
 var DefaultN = []int{10_000, 100_000}
@@ -304,7 +306,14 @@ type concurrentCommitter interface {
 func detect(name string) (mk func() system, stop func() error, why string) {
 	switch name {
 	case "strata":
-		return func() system { return &strataSystem{} }, nil, ""
+		return func() system { return strataBolt{&strataSystem{}} }, nil, ""
+	case "strata-pg":
+		bins, err := pgserver.FindBins()
+		if err != nil {
+			return nil, nil, err.Error()
+		}
+		srv := &pgServer{bins: bins}
+		return func() system { return &strataSystem{pg: srv} }, srv.stop, ""
 	case "baseline":
 		return func() system { return &naiveSystem{} }, nil, ""
 	case "git":

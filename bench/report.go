@@ -18,6 +18,7 @@ var SystemLabels = map[string]string{
 	"git":       "git (file per commit)",
 	"sqlite":    "SQLite (history table, WAL, synchronous=FULL)",
 	"postgres":  "PostgreSQL (jsonb history table)",
+	"strata-pg": "Strata on PostgreSQL (the same library, --data postgres://…)",
 	"dolt":      "Dolt (whole document in one JSON column)",
 	"dolt-rows": "Dolt (one table row per element)",
 }
@@ -222,7 +223,7 @@ func (r *Report) SVG(dir string) ([]string, error) {
 }
 
 var palette = map[string]string{
-	"strata": "#d62728", "baseline": "#1f77b4", "git": "#ff7f0e", "sqlite": "#2ca02c", "postgres": "#9467bd", "dolt": "#8c564b", "dolt-rows": "#e377c2",
+	"strata": "#d62728", "baseline": "#1f77b4", "git": "#ff7f0e", "sqlite": "#2ca02c", "postgres": "#9467bd", "strata-pg": "#bcbd22", "dolt": "#8c564b", "dolt-rows": "#e377c2",
 }
 
 // chart draws one metric. Values that are not positive are left out (log axes).

@@ -31,6 +31,7 @@ var engineOptions = query.Options{Timeout: 30 * time.Minute}
 // strataSystem is Strata through its library: a data directory (snapshots.Dir, the backend the CLI and the MCP server
 // use), the query engine for jq, and an MCP server with an in-process client.
 type strataSystem struct {
+	pg       *pgServer // strata-pg: the data location is a database on this server (strata_pg.go)
 	dir      *snapshots.Dir
 	db       *snapshots.DB
 	revs     []uint64 // revs[k] is revision k's number
@@ -41,7 +42,14 @@ type strataSystem struct {
 }
 
 func (s *strataSystem) open(ctx context.Context, dir string) error {
-	d, err := snapshots.OpenDir(dir, nil)
+	loc := dir
+	if s.pg != nil {
+		var err error
+		if loc, err = s.pg.newStrataLocation(ctx, dir); err != nil {
+			return err
+		}
+	}
+	d, err := snapshots.OpenDir(loc, nil)
 	if err != nil {
 		return err
 	}
@@ -80,7 +88,10 @@ func (s *strataSystem) concurrentCommit(ctx context.Context, i, score int) error
 	return err
 }
 
-func (s *strataSystem) diskBytes(context.Context) (int64, error) {
+func (s *strataSystem) diskBytes(ctx context.Context) (int64, error) {
+	if s.pg != nil {
+		return pgStrataBytes(ctx, s.dir)
+	}
 	fi, err := os.Stat(filepath.Join(s.dir.Path(), strataDB+snapshots.Ext))
 	if err != nil {
 		return 0, err
@@ -88,7 +99,10 @@ func (s *strataSystem) diskBytes(context.Context) (int64, error) {
 	return fi.Size(), nil
 }
 
-func (s *strataSystem) usedBytes() (int64, error) {
+// strataBolt is Strata on a data directory: its bbolt file also tells the pages in use.
+type strataBolt struct{ *strataSystem }
+
+func (s strataBolt) usedBytes() (int64, error) {
 	return boltUsedBytes(filepath.Join(s.dir.Path(), strataDB+snapshots.Ext))
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -97,7 +98,9 @@ func (d *Dir) file(name string) string { return filepath.Join(d.path, name+Ext) 
 // Names lists the databases in the directory, in name order.
 func (d *Dir) Names() ([]string, error) {
 	if d.pg != nil {
-		return d.pg.Names(context.Background())
+		names, err := d.pg.Names(context.Background())
+		// A copy in progress (CopyDatabase) has a name no one may open.
+		return slices.DeleteFunc(names, func(n string) bool { return ValidDatabaseName(n) != nil }), err
 	}
 	ents, err := os.ReadDir(d.path)
 	if err != nil {

@@ -78,6 +78,23 @@ func (d *Dir) dropStorage(ctx context.Context, name string) error {
 	return err
 }
 
+// renameStorage gives a database's storage another name, never replacing one that exists: the error matches
+// store.ErrExists or os.ErrExist when to is taken.
+func (d *Dir) renameStorage(ctx context.Context, from, to string) error {
+	if d.pg != nil {
+		return d.pg.Rename(ctx, from, to)
+	}
+	// A hard link does not replace an existing file, as a rename would.
+	if err := os.Link(d.file(from), d.file(to)); err != nil {
+		return err
+	}
+	_ = os.Remove(d.file(from) + "-wait")
+	return os.Remove(d.file(from))
+}
+
+// Postgres is the PostgreSQL database that holds the databases, or nil for a directory of files.
+func (d *Dir) Postgres() *store.Postgres { return d.pg }
+
 // storageBytes is what a database occupies: its file's size, or in PostgreSQL the stored bytes of its nodes and
 // revision records (PostgreSQL's own overhead left out).
 func (d *Dir) storageBytes(ctx context.Context, name string, db *DB) (int64, error) {

@@ -100,6 +100,8 @@ import (
 // directory (store.Shared, which opens and closes the file between calls and syncs bbolt's freelist) instead of
 // store.OpenBolt.
 //
+// TestKillNinePostgres (durability_postgres_test.go) runs the same loop on a database in PostgreSQL.
+//
 // 100 iterations by default; STRATA_LONG=1 runs 5,000 and STRATA_KILL_ITERATIONS=N runs N. STRATA_KILL_SEED repeats
 // the kill times of an earlier run (the child's own choices are random each time).
 //
@@ -309,7 +311,19 @@ func crashChild(path, prefix, mode string) {
 	emit("start")
 	ctx := context.Background()
 	var db *DB
-	if mode == "shared" {
+	if mode == "postgres" {
+		url, name, _ := strings.Cut(path, "#")
+		d, err := OpenDir(url, nil)
+		if err != nil {
+			fatal("OpenDir: %v", err)
+		}
+		if db, err = d.Open(ctx, name); errors.Is(err, ErrNotFound) {
+			db, err = d.Create(ctx, name, "crash")
+		}
+		if err != nil {
+			fatal("Open: %v", err)
+		}
+	} else if mode == "shared" {
 		d, err := OpenDir(filepath.Dir(path), nil)
 		if err != nil {
 			fatal("OpenDir: %v", err)
@@ -445,6 +459,19 @@ func TestKillNine(t *testing.T) {
 	if os.Getenv("STRATA_LONG") == "1" {
 		iterations = 5000
 	}
+	dir := t.TempDir()
+	killNine(t, iterations, func(epoch int) string { return filepath.Join(dir, fmt.Sprintf("crash%d%s", epoch, Ext)) },
+		func(it int) string {
+			if it%3 == 2 {
+				return "shared"
+			}
+			return "bolt"
+		})
+}
+
+// killNine runs the kill -9 loop: each iteration starts a child on the database at location(epoch) (a file, or
+// "URL#NAME" in PostgreSQL) that mode(it) names the backend of, kills it and checks the database.
+func killNine(t *testing.T, iterations int, location func(epoch int) string, mode func(it int) string) {
 	if n, err := strconv.Atoi(os.Getenv("STRATA_KILL_ITERATIONS")); err == nil && n > 0 {
 		iterations = n
 	}
@@ -454,21 +481,17 @@ func TestKillNine(t *testing.T) {
 	}
 	t.Logf("%d iterations, seed %d (set STRATA_KILL_SEED to repeat the kill times)", iterations, seed)
 	r := rand.New(rand.NewPCG(seed, 1))
-	dir := t.TempDir()
 	stats := crashStats{modes: map[string]int{}}
 	start := time.Now()
 	var st *crashState
 	for it := 0; it < iterations; it++ {
 		if it%crashEpoch == 0 {
-			st = &crashState{path: filepath.Join(dir, fmt.Sprintf("crash%d%s", it/crashEpoch, Ext)), sent: map[string]crashOp{},
+			st = &crashState{path: location(it / crashEpoch), sent: map[string]crashOp{},
 				acked: map[string]uint64{}, ackRoot: map[string]string{}, labels: map[string]uint64{}, branches: map[string]uint64{},
 				refused: map[string]bool{}, roots: map[uint64][]byte{}, readBack: map[uint64]bool{}, same: map[string]sameAnswer{}, earlyLost: map[string]bool{},
 				planSaved: map[string]savedPlan{}, approved: map[string]bool{}}
 		}
-		mode := "bolt"
-		if it%3 == 2 {
-			mode = "shared"
-		}
+		mode := mode(it)
 		stats.modes[mode]++
 		killAfter := time.Duration(5+r.IntN(296)) * time.Millisecond
 		t0 := time.Now()
@@ -691,15 +714,12 @@ func (st *crashState) outcome(t *testing.T, op crashOp, line string) {
 func crashCheck(t *testing.T, st *crashState, inFlight map[string]crashOp, stats *crashStats) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := os.Stat(st.path); errors.Is(err, os.ErrNotExist) {
+	be, ok := openCrashed(t, st.path)
+	if !ok {
 		if len(st.acked) > 0 {
 			t.Fatal("the database file is gone")
 		}
 		return // killed before the file was created
-	}
-	be, err := store.OpenBolt(st.path, nil)
-	if err != nil {
-		t.Fatalf("reopening after kill -9: %v", err)
 	}
 	db, err := Open(ctx, be, nil)
 	if err != nil {
@@ -789,12 +809,9 @@ func crashCheck(t *testing.T, st *crashState, inFlight map[string]crashOp, stats
 // crashFullCheck runs DB.Check (every revision, node, branch and snapshot) on the file.
 func crashFullCheck(t *testing.T, path string) {
 	t.Helper()
-	if _, err := os.Stat(path); err != nil {
+	be, ok := openCrashed(t, path)
+	if !ok {
 		return
-	}
-	be, err := store.OpenBolt(path, nil)
-	if err != nil {
-		t.Fatalf("reopening for the full check: %v", err)
 	}
 	db, err := Open(context.Background(), be, nil)
 	if err != nil {
@@ -809,6 +826,48 @@ func crashFullCheck(t *testing.T, path string) {
 	if len(rep.Problems) > 0 {
 		t.Errorf("Check found %d problems in %s: %v", len(rep.Problems), path, rep.Problems)
 	}
+}
+
+// openCrashed opens the database a killed child wrote: a file with store.OpenBolt (default options), or "URL#NAME" in
+// PostgreSQL. ok is false if there is none (the child was killed before it made it).
+func openCrashed(t *testing.T, path string) (store.Backend, bool) {
+	t.Helper()
+	if url, name, isPG := strings.Cut(path, "#"); isPG {
+		p, err := store.OpenPostgres(context.Background(), url, nil)
+		if err != nil {
+			t.Fatalf("reconnecting after kill -9: %v", err)
+		}
+		d, err := p.Open(context.Background(), name)
+		if errors.Is(err, store.ErrNotFound) {
+			p.Close()
+			return nil, false
+		}
+		if err != nil {
+			p.Close()
+			t.Fatalf("reopening after kill -9: %v", err)
+		}
+		return pgCrashed{d, p}, true
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, false
+	}
+	be, err := store.OpenBolt(path, nil)
+	if err != nil {
+		t.Fatalf("reopening after kill -9: %v", err)
+	}
+	return be, true
+}
+
+// pgCrashed is a database in PostgreSQL with the pool it was opened from, closed with it.
+type pgCrashed struct {
+	*store.PostgresDB
+	p *store.Postgres
+}
+
+func (b pgCrashed) Close() error {
+	err := b.PostgresDB.Close()
+	b.p.Close()
+	return err
 }
 
 func labelExists(t *testing.T, db *DB, name string) (store.LabelRecord, bool) {

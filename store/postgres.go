@@ -37,6 +37,8 @@ import (
 //	strata_headlog    (db, branch id, time in ns) → revision: each branch's head log
 //	strata_idem       (db, key) → revision
 //	strata_kv         (db, bucket, key) → value: plans, approvals, GC state
+//	strata_audit      seq → the audit log's line (package audit, audit/postgres.go): one log per installation
+//	strata_audit_head the last record's seq and hash (one row), the lock appenders take in turn
 //
 // Names and keys are bytea, so that they order bytewise (as in bbolt) whatever the server's collation. Everything
 // here is plain SQL that CockroachDB and YugabyteDB also run, except LISTEN/NOTIFY (used only when the server is
@@ -57,7 +59,7 @@ var ErrDropped = errors.New("database was dropped")
 
 // PostgresSchema is the version of the PostgreSQL schema this build reads and writes. OpenPostgres migrates older
 // schemas forward and refuses newer ones.
-const PostgresSchema = 1
+const PostgresSchema = 2
 
 // notifyChannel is the LISTEN/NOTIFY channel commits are announced on; the payload is "DATABASE-ID REVISION".
 const notifyChannel = "strata_commits"
@@ -173,6 +175,10 @@ func OpenPostgres(ctx context.Context, rawURL string, opts *PostgresOptions) (*P
 
 // Location returns the URL of the database without password or parameters, for messages and listings.
 func (p *Postgres) Location() string { return p.loc }
+
+// Pool is the connection pool, for what keeps its own tables in the same schema (the audit log: audit/postgres.go).
+// It is closed by Close.
+func (p *Postgres) Pool() *pgxpool.Pool { return p.pool }
 
 // Close closes the pool and the notification listener. Backends opened from p stop working.
 func (p *Postgres) Close() error {
@@ -313,13 +319,19 @@ var migrations = [][]string{{
 	`CREATE TABLE strata_headlog (db bigint NOT NULL, branch bigint NOT NULL, t bigint NOT NULL, rev bigint NOT NULL, PRIMARY KEY (db, branch, t))`,
 	`CREATE TABLE strata_idem (db bigint NOT NULL, key bytea NOT NULL, rev bigint NOT NULL, PRIMARY KEY (db, key))`,
 	`CREATE TABLE strata_kv (db bigint NOT NULL, bucket bytea NOT NULL, key bytea NOT NULL, val bytea NOT NULL, PRIMARY KEY (db, bucket, key))`,
+}, {
+	// Version 2: the audit log as a table (audit/postgres.go): each line exactly as the file would hold it, and the
+	// head row that appenders lock (SELECT … FOR UPDATE) to keep the chain one chain.
+	`CREATE TABLE strata_audit (seq bigint PRIMARY KEY, line text NOT NULL)`,
+	`CREATE TABLE strata_audit_head (id int PRIMARY KEY CHECK (id = 1), seq bigint NOT NULL, hash text NOT NULL)`,
+	`INSERT INTO strata_audit_head (id, seq, hash) VALUES (1, 0, '')`,
 }}
 
 // pgOnly are statements of each migration that only PostgreSQL itself runs (and that only tune it): nodes are
 // compressed already, so PostgreSQL should not try to compress them again (EXTERNAL: out of line, uncompressed).
 var pgOnly = [][]string{{
 	`ALTER TABLE strata_nodes ALTER COLUMN data SET STORAGE EXTERNAL`,
-}}
+}, {}}
 
 // migrate creates or upgrades the schema, in one transaction that holds the schema row's lock, so that processes
 // starting together take turns. It refuses a schema newer than this build's.
@@ -452,6 +464,22 @@ func (p *Postgres) Open(ctx context.Context, name string) (*PostgresDB, error) {
 		return nil, p.fail(ctx, "opening database "+strconv.Quote(name), err)
 	}
 	return &PostgresDB{p: p, id: id, name: name}, nil
+}
+
+// Rename gives a database a new name, in one statement: an error wraps ErrNotFound if there is none called from,
+// ErrExists if to is taken. Backends open on it keep working (they name it by id).
+func (p *Postgres) Rename(ctx context.Context, from, to string) error {
+	tag, err := p.pool.Exec(ctx, `UPDATE strata_databases SET name = $2 WHERE name = $1`, from, to)
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "23505":
+		return fmt.Errorf("%w: %q in %s", ErrExists, to, p.where)
+	case err != nil:
+		return p.fail(ctx, "renaming database "+strconv.Quote(from), err)
+	case tag.RowsAffected() == 0:
+		return fmt.Errorf("database %q: %w in %s", from, ErrNotFound, p.where)
+	}
+	return nil
 }
 
 // pgTables are the tables that hold a database's rows, by its id in column db.

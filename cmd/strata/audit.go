@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/strata-db/strata/audit"
 	"github.com/strata-db/strata/internal/safetext"
+	"github.com/strata-db/strata/snapshots"
+	"github.com/strata-db/strata/store"
 )
 
 // auditFlags are the flags of every command that writes to the audit log, and of strata audit --verify: the key of
@@ -57,7 +60,7 @@ func (g *globalOptions) auditKey() (*audit.Key, error) {
 // openAudit opens the audit log of a data directory for appending, with --audit-key and --audit-max-mib. warn
 // hears of rotations that could not be done (nil: they go to the command's stderr). A log keyed with another key,
 // or keyed while no key was given, is refused with an error saying which key it needs.
-func (g *globalOptions) openAudit(dataDir string, warn func(error)) (*audit.Log, error) {
+func (g *globalOptions) openAudit(ctx context.Context, dir *snapshots.Dir, warn func(error)) (*audit.Log, error) {
 	if g.audit.maxMiB < 0 {
 		return nil, usageErrorf("--audit-max-mib %d: give a size in MiB, or 0 never to rotate the audit log", g.audit.maxMiB)
 	}
@@ -65,14 +68,21 @@ func (g *globalOptions) openAudit(dataDir string, warn func(error)) (*audit.Log,
 	if err != nil {
 		return nil, err
 	}
-	if warn == nil {
-		stderr := g.audit.stderr
-		if stderr == nil {
-			stderr = io.Discard
+	var l *audit.Log
+	if pg := dir.Postgres(); pg != nil {
+		// In PostgreSQL the log is the table strata_audit of the same database, through the location's own pool
+		// (it does not rotate: --audit-max-mib is for files).
+		l, err = audit.OpenPostgres(ctx, pg.Pool(), pg.Location(), key)
+	} else {
+		if warn == nil {
+			stderr := g.audit.stderr
+			if stderr == nil {
+				stderr = io.Discard
+			}
+			warn = func(err error) { fmt.Fprintf(stderr, "strata: warning: %v\n", err) }
 		}
-		warn = func(err error) { fmt.Fprintf(stderr, "strata: warning: %v\n", err) }
+		l, err = audit.OpenWith(audit.PathIn(dir.Path()), audit.Options{Key: key, MaxBytes: int64(g.audit.maxMiB) << 20, Warn: warn})
 	}
-	l, err := audit.OpenWith(audit.PathIn(dataDir), audit.Options{Key: key, MaxBytes: int64(g.audit.maxMiB) << 20, Warn: warn})
 	var ke *audit.KeyError
 	if errors.As(err, &ke) {
 		return nil, invalidf("opening the audit log: %v", err)
@@ -201,6 +211,29 @@ func runAudit(cmd *cobra.Command, g *globalOptions, o *auditOptions) error {
 		}
 	}
 
+	if store.LooksLikeURL(g.dataDir) {
+		// The log is the table strata_audit of the PostgreSQL database (audit/postgres.go).
+		return g.withDir(false, func(dir *snapshots.Dir) error {
+			pool := dir.Postgres().Pool()
+			if o.verify {
+				key, err := g.auditKey()
+				if err != nil {
+					return err
+				}
+				return verifyAudit(w, dir.Path()+" (table strata_audit)", key, g.audit.keyFile, o.format == "json", func() (audit.Summary, error) {
+					n, err := audit.VerifyPostgres(cmd.Context(), pool, key)
+					sum := audit.Summary{Records: n}
+					if err == nil && key != nil {
+						sum.KeyID = key.ID()
+					}
+					return sum, err
+				})
+			}
+			return showAudit(w, g, func(f audit.Filter, fn func(audit.Record) error) error {
+				return audit.Read(audit.ReadPostgres(cmd.Context(), pool), f, fn)
+			}, o.format, f)
+		})
+	}
 	path := audit.PathIn(g.dataDir)
 	files, err := audit.Files(path)
 	if err != nil {
@@ -221,15 +254,23 @@ func runAudit(cmd *cobra.Command, g *globalOptions, o *auditOptions) error {
 		if err != nil {
 			return err
 		}
-		return verifyAudit(w, path, key, g.audit.keyFile, o.format == "json")
+		return verifyAudit(w, path, key, g.audit.keyFile, o.format == "json", func() (audit.Summary, error) { return audit.VerifyLog(path, key) })
 	}
-	switch o.format {
+	return showAudit(w, g, func(f audit.Filter, fn func(audit.Record) error) error { return audit.ReadLog(path, f, fn) }, o.format, f)
+}
+
+// auditSource reads the records of a log that f matches, oldest first: the files of DIR/audit.log, or the table.
+type auditSource func(f audit.Filter, fn func(audit.Record) error) error
+
+// showAudit prints the records f matches in a format: json (one record a line), csv or text.
+func showAudit(w io.Writer, g *globalOptions, src auditSource, format string, f audit.Filter) error {
+	switch format {
 	case "json":
-		return audit.ReadLog(path, f, func(r audit.Record) error { return writeJSONLine(w, r) })
+		return src(f, func(r audit.Record) error { return writeJSONLine(w, r) })
 	case "csv":
-		return auditCSV(w, path, f)
+		return auditCSV(w, src, f)
 	}
-	return auditText(w, g, path, f)
+	return auditText(w, g, src, f)
 }
 
 // parseWhen reads a --since or --until value: RFC 3339, a date (midnight where the user is), or a duration ago.
@@ -251,8 +292,8 @@ func parseWhen(flag, s string, now time.Time, loc *time.Location) (time.Time, er
 
 // verifyAudit checks the chain of the whole log (every file, in order) and says so, or fails naming the first bad
 // line, or that the chain is keyed and needs its key.
-func verifyAudit(w io.Writer, path string, key *audit.Key, keyFile string, asJSON bool) error {
-	sum, err := audit.VerifyLog(path, key)
+func verifyAudit(w io.Writer, path string, key *audit.Key, keyFile string, asJSON bool, verify func() (audit.Summary, error)) error {
+	sum, err := verify()
 	var ve *audit.VerifyError
 	var ke *audit.KeyError
 	if err != nil && !errors.As(err, &ve) && !errors.As(err, &ke) {
@@ -317,11 +358,11 @@ func verifyAudit(w io.Writer, path string, key *audit.Key, keyFile string, asJSO
 }
 
 // auditText writes one aligned line per record. Alignment is per block of lines, so that a long log streams.
-func auditText(w io.Writer, g *globalOptions, path string, f audit.Filter) error {
+func auditText(w io.Writer, g *globalOptions, src auditSource, f audit.Filter) error {
 	const block = 1000
 	tw := table(w)
 	n := 0
-	err := audit.ReadLog(path, f, func(rec audit.Record) error {
+	err := src(f, func(rec audit.Record) error {
 		extra := ""
 		if rec.Count != 0 {
 			extra += fmt.Sprintf("  %d request%s", rec.Count, plural(int(min(rec.Count, 2))))
@@ -358,12 +399,12 @@ func safeText(s string) string { return safetext.Field(s) }
 var csvHeader = []string{"seq", "time", "principal", "client", "transport", "tool", "database", "args_digest",
 	"decision", "outcome", "revision", "plan_id", "duration_ms", "count", "prev", "key_id", "hash"}
 
-func auditCSV(w io.Writer, path string, f audit.Filter) error {
+func auditCSV(w io.Writer, src auditSource, f audit.Filter) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(csvHeader); err != nil {
 		return err
 	}
-	err := audit.ReadLog(path, f, func(rec audit.Record) error {
+	err := src(f, func(rec audit.Record) error {
 		rev, count := "", ""
 		if rec.Revision != 0 {
 			rev = strconv.FormatUint(rec.Revision, 10)

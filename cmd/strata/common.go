@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,20 +31,7 @@ func (g *globalOptions) openDir(create bool) (*snapshots.Dir, error) {
 // openDirCached is openDir with the size of the cache of decoded nodes all its databases share (0: the default).
 // tune, when set, adjusts the options (a server's shared node cache and its metrics' hooks).
 func (g *globalOptions) openDirCached(create bool, cacheBytes int64, tune func(*snapshots.DirOptions)) (*snapshots.Dir, error) {
-	if !create {
-		if _, err := os.Stat(g.dataDir); errors.Is(err, fs.ErrNotExist) {
-			return nil, &snapshots.NotFoundError{What: "data directory", Name: g.dataDir,
-				Hint: "create a database first (strata db create NAME), or point --data or STRATA_DATA at the directory that holds yours"}
-		}
-	}
-	opts := &snapshots.DirOptions{CacheBytes: cacheBytes}
-	if g.env.now != nil {
-		opts.DB.Now = g.env.now
-	}
-	if tune != nil {
-		tune(opts)
-	}
-	return snapshots.OpenDir(g.dataDir, opts)
+	return g.openLocation(g.dataDir, create, cacheBytes, tune)
 }
 
 // withDir opens the data directory (making it if create), runs fn and closes the directory; a failed close is
@@ -79,26 +64,32 @@ func (g *globalOptions) withDB(ctx context.Context, name string, fn func(db *sna
 // the audit log: it opens the data directory (making it if create), the audit log and a gate over them. Every
 // command that changes something goes through it, so that its write is audited as an agent's is.
 func (g *globalOptions) asOperator(ctx context.Context, create bool, tool string, args []string, fn func(ctx context.Context, a *gate.Actor) error) error {
-	return g.withDir(create, func(dir *snapshots.Dir) (err error) {
-		log, err := g.openAudit(dir.Path(), nil)
-		if err != nil {
-			return err
-		}
-		defer log.Close()
-		gt, err := gate.New(dir, &gate.Options{Audit: log})
-		if err != nil {
-			return err
-		}
-		defer gt.Close()
-		a, err := gt.As(gate.Operator(g.env.user()))
-		if err != nil {
-			return err
-		}
-		argv, _ := json.Marshal(args)
-		ctx, call := a.Call(ctx, gate.CallInfo{Transport: audit.TransportCLI, Tool: "cli " + tool, Args: argv})
-		defer func() { call.End(gate.OutcomeOf(err)) }()
-		return fn(ctx, a)
+	return g.withDir(create, func(dir *snapshots.Dir) error {
+		return g.operatorCall(ctx, dir, tool, "", args, fn)
 	})
+}
+
+// operatorCall runs fn as the operator through a gate over an open data location, as one call of its audit log
+// (on database, when it is not "").
+func (g *globalOptions) operatorCall(ctx context.Context, dir *snapshots.Dir, tool, database string, args []string, fn func(ctx context.Context, a *gate.Actor) error) (err error) {
+	log, err := g.openAudit(ctx, dir, nil)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	gt, err := gate.New(dir, &gate.Options{Audit: log})
+	if err != nil {
+		return err
+	}
+	defer gt.Close()
+	a, err := gt.As(gate.Operator(g.env.user()))
+	if err != nil {
+		return err
+	}
+	argv, _ := json.Marshal(args)
+	ctx, call := a.Call(ctx, gate.CallInfo{Transport: audit.TransportCLI, Tool: "cli " + tool, Database: database, Args: argv})
+	defer func() { call.End(gate.OutcomeOf(err)) }()
+	return fn(ctx, a)
 }
 
 // asOperatorIn is asOperator on one database.

@@ -51,7 +51,7 @@ func createDB(ctx context.Context, w io.Writer, g *globalOptions, o *dbCreateOpt
 				Branch   string `json:"branch"`
 			}{name, st.Rev.Number, snapshots.Main})
 		}
-		_, err = fmt.Fprintf(w, "created database %s in %s (revision %d on %s)\n", name, g.dataDir, st.Rev.Number, snapshots.Main)
+		_, err = fmt.Fprintf(w, "created database %s in %s (revision %d on %s)\n", name, locationText(g.dataDir), st.Rev.Number, snapshots.Main)
 		return err
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-db/strata/snapshots"
+	"github.com/strata-db/strata/store"
 )
 
 type dbListOptions struct {
@@ -36,7 +37,7 @@ func newDBListCommand(g *globalOptions) *cobra.Command {
 
 func listDBs(ctx context.Context, w io.Writer, g *globalOptions, o *dbListOptions) (err error) {
 	infos := []snapshots.DatabaseInfo{}
-	if _, serr := os.Stat(g.dataDir); serr == nil {
+	if _, serr := os.Stat(g.dataDir); serr == nil || store.LooksLikeURL(g.dataDir) {
 		err := g.withDir(false, func(dir *snapshots.Dir) error {
 			names, err := dir.Names()
 			if err != nil {
@@ -61,10 +62,10 @@ func listDBs(ctx context.Context, w io.Writer, g *globalOptions, o *dbListOption
 		return writeJSON(w, struct {
 			Data      string                   `json:"data"`
 			Databases []snapshots.DatabaseInfo `json:"databases"`
-		}{g.dataDir, infos})
+		}{locationText(g.dataDir), infos})
 	}
 	if len(infos) == 0 {
-		_, err := fmt.Fprintf(w, "no databases in %s; create one with: strata db create NAME\n", g.dataDir)
+		_, err := fmt.Fprintf(w, "no databases in %s; create one with: strata db create NAME\n", locationText(g.dataDir))
 		return err
 	}
 	tw := table(w)

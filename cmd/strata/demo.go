@@ -137,7 +137,7 @@ func runDemo(ctx context.Context, w io.Writer, g *globalOptions, o *demoOptions)
 		return err
 	}
 	defer engine.Close()
-	aud, err := g.openAudit(dir.Path(), nil)
+	aud, err := g.openAudit(ctx, dir, nil)
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func runDemo(ctx context.Context, w io.Writer, g *globalOptions, o *demoOptions)
 
 	took := ms(time.Since(start))
 	end := []string{
-		fmt.Sprintf("Done in %.0f ms. The database %q stays in %s; explore it with the command line:", took, demoDB, g.dataDir),
+		fmt.Sprintf("Done in %.0f ms. The database %q stays in %s; explore it with the command line:", took, demoDB, dir.Path()),
 		"  strata log demo                          every revision: the operator's import, the agent's, the revert",
 		"  strata diff demo before-agent main       what main changed since the snapshot (nothing: it was reverted)",
 		"  strata diff demo before-agent " + demoBranch + "   what the agent did on its branch",

@@ -227,7 +227,7 @@ func openMCP(ctx context.Context, g *globalOptions, f *mcpFlags, stderr io.Write
 		return nil, err
 	}
 	// Every call is audited; a server that cannot keep the log does not start.
-	if b.audit, err = g.openAudit(b.dir.Path(), func(err error) { logger.Warn("audit log", "err", err) }); err != nil {
+	if b.audit, err = g.openAudit(context.Background(), b.dir, func(err error) { logger.Warn("audit log", "err", err) }); err != nil {
 		b.engine.Close()
 		b.dir.Close()
 		b.stopTracing(context.Background())

@@ -67,7 +67,7 @@ func startServe(t *testing.T, s *session, extra ...string) *served {
 	}
 	sv.stderr.Write([]byte(line))
 	go io.Copy(sv.stderr, br)
-	i := strings.Index(line, "://")
+	i := strings.LastIndex(line, "://") // the data location may be a URL too
 	j := strings.Index(line, "/mcp")
 	if i < 0 || j < i {
 		cancel()
