@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sys/unix"
 
 	"github.com/strata-db/strata/store"
 )
@@ -126,7 +125,7 @@ func (d *Dir) Ready(ctx context.Context) error {
 		if err != nil || !fi.IsDir() {
 			return fmt.Errorf("%w: the data directory is gone", ErrNotReady)
 		}
-		if err := unix.Access(d.path, unix.W_OK); err != nil {
+		if err := writable(d.path); err != nil {
 			return fmt.Errorf("%w: the data directory is not writable: %v", ErrNotReady, err)
 		}
 	}
