@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/strata-db/strata/revision/internal/codec"
+	"github.com/strata-db/strata/store"
 )
 
 // jsonWriter streams JSON text straight from nodes into an io.Writer, in 64 KiB pieces.
@@ -131,8 +132,16 @@ func (jw *jsonWriter) value(enc string) error {
 			return jw.err
 		}
 		jw.buf = append(jw.buf, '"')
-	case codec.TagObj, codec.TagObjRef, codec.TagArr, codec.TagArrRef:
-		obj := enc[0] == codec.TagObj || enc[0] == codec.TagObjRef
+	case codec.TagObj, codec.TagArr:
+		r := codec.Reader{S: enc}
+		if err := jw.inline(&r, 0); err != nil {
+			return err
+		}
+		if r.Bad {
+			return fmt.Errorf("%w: malformed inline container", store.ErrCorruptNode)
+		}
+	case codec.TagObjRef, codec.TagArrRef:
+		obj := enc[0] == codec.TagObjRef
 		open, close := byte('['), byte(']')
 		if obj {
 			open, close = '{', '}'
@@ -161,6 +170,72 @@ func (jw *jsonWriter) value(enc string) error {
 		return fmt.Errorf("%w: unknown value tag %d", codec.ErrMalformed, enc[0])
 	}
 	return nil
+}
+
+// inline writes the inline value at r.I and moves r past it, in one pass: iterating an inline container with each
+// would find every member's end first (codec.SkipValue, which walks nested containers once per level) and then
+// decode the member again. A reference inside is written through value. A malformed encoding sets r.Bad.
+func (jw *jsonWriter) inline(r *codec.Reader, depth int) error {
+	if depth > 10000 {
+		r.Bad = true
+		return nil
+	}
+	start := r.I
+	switch r.Byte() {
+	case codec.TagNull:
+		jw.buf = append(jw.buf, "null"...)
+	case codec.TagTrue:
+		jw.buf = append(jw.buf, "true"...)
+	case codec.TagFalse:
+		jw.buf = append(jw.buf, "false"...)
+	case codec.TagInt:
+		u := r.Uvarint()
+		jw.buf = strconv.AppendInt(jw.buf, int64(u>>1)^-int64(u&1), 10)
+	case codec.TagNum:
+		jw.buf = append(jw.buf, r.Str(r.Uvarint())...)
+	case codec.TagStr:
+		jw.buf = codec.AppendJSONString(jw.buf, r.Str(r.Uvarint()))
+	case codec.TagObj:
+		jw.buf = append(jw.buf, '{')
+		n := r.Uvarint()
+		for k := uint64(0); k < n && !r.Bad; k++ {
+			if k > 0 {
+				jw.buf = append(jw.buf, ',')
+			}
+			jw.buf = codec.AppendJSONString(jw.buf, r.Str(r.Uvarint()))
+			jw.buf = append(jw.buf, ':')
+			if err := jw.inline(r, depth+1); err != nil {
+				return err
+			}
+		}
+		jw.buf = append(jw.buf, '}')
+	case codec.TagArr:
+		jw.buf = append(jw.buf, '[')
+		n := r.Uvarint()
+		for k := uint64(0); k < n && !r.Bad; k++ {
+			if k > 0 {
+				jw.buf = append(jw.buf, ',')
+			}
+			if err := jw.inline(r, depth+1); err != nil {
+				return err
+			}
+		}
+		jw.buf = append(jw.buf, ']')
+	case codec.TagObjRef, codec.TagArrRef, codec.TagStrRef:
+		r.Str(codec.HashLen)
+		r.Uvarint()
+		r.Uvarint()
+		if r.Bad {
+			return nil
+		}
+		return jw.value(r.S[start:r.I])
+	default:
+		r.Bad = true
+	}
+	if r.Bad {
+		return nil
+	}
+	return jw.flushIfFull()
 }
 
 // errNoValue is returned for the zero Value, which stands for "absent", not for any JSON.

@@ -283,10 +283,19 @@ func init() {
 
 // EscapedLen is the length of s written inside a JSON string, without the quotes.
 func EscapedLen(s string) uint64 {
-	n := uint64(0)
-	i := 0
-	// Eight bytes at a time while none of them needs escaping (a control character, '"' or '\\').
+	i := plainPrefix(s)
+	n := uint64(i)
+	for ; i < len(s); i++ {
+		n += uint64(escapeLen[s[i]])
+	}
+	return n
+}
+
+// plainPrefix returns a multiple of 8 bytes at the start of s in which no byte needs escaping (a control
+// character, '"' or '\\'), read eight bytes at a time: the fast path of EscapedLen and AppendEscaped.
+func plainPrefix(s string) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
 	for ; i+8 <= len(s); i += 8 {
 		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
@@ -295,12 +304,8 @@ func EscapedLen(s string) uint64 {
 		if ((x-0x20*ones)&^x|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
 			break
 		}
-		n += 8
 	}
-	for ; i < len(s); i++ {
-		n += uint64(escapeLen[s[i]])
-	}
-	return n
+	return i
 }
 
 // AppendJSONString appends s as a JSON string literal: only '"', '\\' and control characters are escaped.
@@ -314,8 +319,9 @@ const hexDigits = "0123456789abcdef"
 
 // AppendEscaped appends the inside of a JSON string literal.
 func AppendEscaped(b []byte, s string) []byte {
+	i := plainPrefix(s)
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for ; i < len(s); i++ {
 		c := s[i]
 		if escapeLen[c] == 1 {
 			continue

@@ -42,3 +42,50 @@ func TestEscapedLenMatchesBytewise(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendEscapedMatchesBytewise checks AppendEscaped's eight-bytes-at-a-time path against escaping byte by byte.
+func TestAppendEscapedMatchesBytewise(t *testing.T) {
+	slow := func(s string) string {
+		var b []byte
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, `\n`...)
+			case c == '\r':
+				b = append(b, `\r`...)
+			case c == '\t':
+				b = append(b, `\t`...)
+			case c == '\b':
+				b = append(b, `\b`...)
+			case c == '\f':
+				b = append(b, `\f`...)
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+		}
+		return string(b)
+	}
+	for c := 0; c < 256; c++ {
+		for p := 0; p < 17; p++ {
+			b := []byte("abcdefghijklmnopq")
+			b[p] = byte(c)
+			if got, want := string(AppendEscaped([]byte("x"), string(b))), "x"+slow(string(b)); got != want {
+				t.Fatalf("AppendEscaped(%q) = %q, want %q", b, got, want)
+			}
+		}
+	}
+	rng := rand.New(rand.NewSource(5))
+	for i := 0; i < 100_000; i++ {
+		b := make([]byte, rng.Intn(40))
+		for j := range b {
+			b[j] = "ab\"\\\n\x01\x1f\x20\x7f\x80\xff"[rng.Intn(11)]
+		}
+		if got, want := string(AppendEscaped(nil, string(b))), slow(string(b)); got != want {
+			t.Fatalf("AppendEscaped(%q) = %q, want %q", b, got, want)
+		}
+	}
+}
