@@ -8,8 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// parseJSON decodes one JSON text into the values Forest.Materialize produces: nil, bool, int (for numbers written
-// exactly as an int64 is), json.Number (every other number, keeping its text), string, []any and map[string]any.
+// parseJSON decodes one JSON text into the values Forest.Materialize produces: nil, bool, int (for numbers
+// written exactly as an int64 is, but 0), json.Number (0 and every other number, keeping its text), string, []any
+// and map[string]any.
 // Strings without escapes and all number texts share the memory of s, so s stays alive while the value does.
 //
 // It is the worker's decoder: the text comes from Forest.WriteJSON or from the engine's own encoder, but it is
@@ -214,7 +215,7 @@ func (p *parser) number() (any, error) {
 		}
 	}
 	text := p.s[start:p.i]
-	if plain && len(text) <= 20 && text != "-0" {
+	if plain && len(text) <= 20 && text != "-0" && text != "0" {
 		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
 			return int(n), nil
 		}

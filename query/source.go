@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -157,6 +158,10 @@ func (st *step) resolve(ps *params) (key string, index int, isIndex, ok bool) {
 		case int:
 			if v > -(1<<40) && v < 1<<40 {
 				return "", v, true, true
+			}
+		case json.Number:
+			if v == "0" { // how zero is materialised (revision.Forest.Materialize)
+				return "", 0, true, true
 			}
 		}
 		return "", 0, false, false

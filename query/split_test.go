@@ -160,7 +160,8 @@ var splitCases = []splitCase{
 	{`.[] | first(.tags[0], .id)`, "", true},
 	{`.[] | .score + 1`, "", true},
 	{`.[] | .score / 0`, "", true},
-	{`.[] | select(.score != 0) | -.score`, "", true}, // -0 gives 0 here, -0 in gojq on a json.Number: every route does
+	{`.[] | -.score`, "", true}, // gojq negates a json.Number by its text: -(0) is -0
+	{`.[] | -.id`, "", true},
 	{`.[] | if .id == 600 then error("at 600") else .id end`, "", true},
 	{`[.[] | if .id == 600 then error("at 600") else . end] | length`, "", true},
 	{`.[] | error`, "", true},
@@ -184,6 +185,9 @@ var splitCases = []splitCase{
 	{`[.[] | .id] | add`, "", true},
 	{`[.[] | .id] | add | . / 2`, "", false}, // "/" is not bounded
 	{`[.[] | .id] | add | . + 1`, "", true},
+	{`[.[] | select(.id == 0) | .id] | add | -.`, "", true}, // add of one zero is gojq's int 0: -(0) is 0
+	{`[.[] | .score | select(. == 0)] | add | -.`, "", true},
+	{`map(.id) | add | -.`, "", true},
 	{`[.[] | .id] | length | . % 7`, "", true},
 	{`add`, "", true},
 	{`map(.id) | add`, "", true},

@@ -438,7 +438,10 @@ func (run *splitRun) add(xs []any) (sum any, ok bool) {
 	case 0:
 		return nil, true
 	case 1:
-		return xs[0], true
+		if _, isNumber := xs[0].(json.Number); !isNumber {
+			return xs[0], true
+		}
+		// Zero, as materialised: add gives the int 0, as gojq's add does for a json.Number 0.
 	}
 	v, _ := run.sp.add.Run(xs).Next()
 	switch v.(type) {
@@ -594,8 +597,10 @@ func newLeafOutputs(budget int64) *leafOutputs {
 
 // add takes one output (an elemRef for an element itself).
 func (o *leafOutputs) add(v any) error {
-	switch v.(type) {
+	switch v := v.(type) {
 	case nil, int, *big.Int:
+	case json.Number:
+		o.r.iok = o.r.iok && v == "0" // zero, as materialised (revision.Forest.Materialize)
 	default:
 		o.r.iok = false
 	}

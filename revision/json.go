@@ -238,11 +238,18 @@ func (jw *jsonWriter) inline(r *codec.Reader, depth int) error {
 	return jw.flushIfFull()
 }
 
+// jsonZero is how Materialize gives the integer 0 (see there).
+const jsonZero = json.Number("0")
+
 // errNoValue is returned for the zero Value, which stands for "absent", not for any JSON.
 var errNoValue = fmt.Errorf("%w: no value (an absent member or element has no JSON form)", ErrNotFound)
 
-// Materialize returns v as Go values of the kinds gojq and encoding/json use: nil, bool, int (integers that fit),
-// json.Number (every other number, with its exact text), string, []any and map[string]any.
+// Materialize returns v as Go values of the kinds gojq and encoding/json use: nil, bool, int (integers that fit,
+// but zero), json.Number (zero and every other number, with its exact text), string, []any and map[string]any.
+//
+// Zero is json.Number("0") because gojq, which reads every number of its input as a json.Number, negates one by
+// its text: -(0) is -0 there, and 0 for an int. For every other integer an int behaves in gojq exactly as its
+// json.Number does, and costs no parsing in arithmetic.
 func (f *Forest) Materialize(ctx context.Context, v Value) (any, error) {
 	return f.reader(ctx).materialize(v.enc)
 }
@@ -262,10 +269,14 @@ func (r *reader) materializeAs(enc string, exactNumbers bool) (any, error) {
 	case codec.TagFalse:
 		return false, nil
 	case codec.TagInt:
+		i := codec.DecodeInt(enc)
 		if exactNumbers {
-			return json.Number(strconv.FormatInt(codec.DecodeInt(enc), 10)), nil
+			return json.Number(strconv.FormatInt(i, 10)), nil
 		}
-		return int(codec.DecodeInt(enc)), nil
+		if i == 0 {
+			return jsonZero, nil
+		}
+		return int(i), nil
 	case codec.TagNum:
 		return json.Number(codec.Payload(enc)), nil
 	case codec.TagStr:

@@ -69,8 +69,15 @@ func TestPostgresGCWhileOthersWrite(t *testing.T) {
 					errs <- err
 					return
 				}
-				if _, err := db.Put(ctx, "items", itemsVariant(v, false), WriteOptions{Branch: br}); err != nil {
-					errs <- err
+				_, err := db.Put(ctx, "items", itemsVariant(v, false), WriteOptions{Branch: br})
+				for errors.Is(err, ErrConflict) { // as below
+					mu.Lock()
+					retried++
+					mu.Unlock()
+					_, err = db.Put(ctx, "items", itemsVariant(v, false), WriteOptions{Branch: br})
+				}
+				if err != nil {
+					errs <- fmt.Errorf("writer %d on %s: %w", w, br, err)
 					return
 				}
 				if _, err := db.DeleteBranch(ctx, br); err != nil {
