@@ -108,16 +108,8 @@ func Guard(hosts map[string]bool, anyHost bool, next http.Handler) http.Handler 
 				return
 			}
 		}
-		if r.ContentLength > MaxBodyBytes {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes), http.StatusRequestEntityTooLarge)
+		if !limitBody(w, r, MaxBodyBytes) {
 			return
-		}
-		if r.Body != nil && r.Body != http.NoBody {
-			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(BodyReadTimeout)) == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-			}
-			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -153,4 +145,21 @@ func NewHTTPServer(h http.Handler, tlsConfig *tls.Config, logger *slog.Logger) *
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		TLSConfig:         tlsConfig,
 	}
+}
+
+// limitBody refuses a request whose declared body is longer than max (413), and bounds the body it reads to max
+// bytes and BodyReadTimeout. It reports whether the request may go on.
+func limitBody(w http.ResponseWriter, r *http.Request, max int64) bool {
+	if r.ContentLength > max {
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", max), http.StatusRequestEntityTooLarge)
+		return false
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(BodyReadTimeout)) == nil {
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, max)
+	}
+	return true
 }

@@ -3,7 +3,6 @@ package transport
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
@@ -107,16 +106,8 @@ func PageGuard(hosts map[string]bool, anyHost bool, next http.Handler) http.Hand
 				return
 			}
 		}
-		if r.ContentLength > MaxFormBytes {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", MaxFormBytes), http.StatusRequestEntityTooLarge)
+		if !limitBody(w, r, MaxFormBytes) {
 			return
-		}
-		if r.Body != nil && r.Body != http.NoBody {
-			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(BodyReadTimeout)) == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-			}
-			r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
 		}
 		next.ServeHTTP(w, r)
 	})
