@@ -7,10 +7,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -154,5 +157,112 @@ func pollHWM(pid int, done <-chan struct{}) int64 {
 			return peak
 		case <-tick.C:
 		}
+	}
+}
+
+// TestImportMalformedLate is TestImportMalformedWritesNothing at docs/benchmarks.md's size: a 10,000,000-element
+// stream with a malformed byte at 900 MB (STRATA_IMPORT_BAD_AT=offset moves it) is refused with its line, column and
+// byte offset, writes nothing, and stays within the import's memory bound. It streams ~900 MB: STRATA_LONG=1 runs it.
+func TestImportMalformedLate(t *testing.T) {
+	if os.Getenv("STRATA_LONG") != "1" {
+		t.Skip("streams 900 MB (about 15 s): STRATA_LONG=1 runs it")
+	}
+	badAt := int64(900_000_000)
+	if v := os.Getenv("STRATA_IMPORT_BAD_AT"); v != "" {
+		var err error
+		if badAt, err = strconv.ParseInt(v, 10, 64); err != nil || badAt < 2 {
+			t.Fatalf("STRATA_IMPORT_BAD_AT=%q: want a byte offset of 2 or more", v)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "strata")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	data := filepath.Join(tmp, "data")
+	strata := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, bin, append([]string{"--data", data}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := strata("db", "create", "big"); err != nil {
+		t.Fatalf("strata db create: %v\n%s", err, out)
+	}
+	before, err := strata("log", "big")
+	if err != nil {
+		t.Fatalf("strata log: %v\n%s", err, before)
+	}
+	cmd := exec.CommandContext(ctx, bin, "--data", data, "import", "big", "users", "-")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hwm := make(chan int64, 1)
+	done := make(chan struct{})
+	go func() { hwm <- pollHWM(cmd.Process.Pid, done) }()
+	// The elements, one after another; at the first element boundary at or past badAt, a '#' where the next
+	// element's first key should be. Writing stops when the import has given up (the pipe is closed).
+	bad := make(chan int64, 1)
+	go func() {
+		defer in.Close()
+		w := bufio.NewWriterSize(in, 1<<20)
+		defer w.Flush()
+		var total int64
+		buf := []byte{'['}
+		for i := 0; ; i++ {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			if total+int64(len(buf)) >= badAt {
+				bad <- total + int64(len(buf)) + 1
+				buf = append(buf, `{#"id":1}]`...)
+				w.Write(buf)
+				return
+			}
+			buf = workload.AppendElement(buf, i, i%100)
+			if len(buf) >= 64<<10 {
+				k, err := w.Write(buf)
+				total += int64(k)
+				if err != nil {
+					bad <- -1
+					return
+				}
+				buf = buf[:0]
+			}
+		}
+	}()
+	err = cmd.Wait()
+	close(done)
+	peak := <-hwm
+	at := <-bad
+	if at < 0 {
+		t.Fatalf("the import stopped reading before the bad byte: %v\n%s", err, stderr.String())
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitUsage {
+		t.Fatalf("strata import: %v, want exit %d\n%s", err, exitUsage, stderr.String())
+	}
+	want := fmt.Sprintf("invalid JSON at line 1, column %d (byte %d)", at+1, at)
+	if !strings.Contains(stderr.String(), want) {
+		t.Fatalf("strata import said:\n%s\nwant %q", stderr.String(), want)
+	}
+	t.Logf("refused at byte %d: %s; peak RSS %.1f MiB", at, strings.TrimSpace(stderr.String()), float64(peak)/(1<<20))
+	if peak > maxImportRSS {
+		t.Errorf("peak RSS %d bytes (%.1f MiB), over the %d MiB bound", peak, float64(peak)/(1<<20), maxImportRSS>>20)
+	}
+	if after, err := strata("log", "big"); err != nil || after != before {
+		t.Fatalf("the failed import made a revision (%v):\n%s", err, after)
+	}
+	if out, err := strata("get", "big", "users"); !errors.As(err, &exit) || exit.ExitCode() != exitNotFound {
+		t.Fatalf("the resource exists after a failed import: %v: %s", err, out)
+	}
+	if out, err := strata("check", "big"); err != nil {
+		t.Fatalf("strata check: %v\n%s", err, out)
 	}
 }
