@@ -131,6 +131,7 @@ type mcpBackend struct {
 	transport string
 	// jsonLog says the log is JSON (--log-format json): the startup lines are log records too.
 	jsonLog bool
+	logSink *logSink // the logger's writer: flushed before the server writes to stderr itself, and at close
 	// metrics, with --metrics-listen, are the server's Prometheus metrics; nodes is the shared cache of decoded
 	// nodes, valueMax the budget of the engine's cache of values (both read when scraped).
 	metrics  *metrics
@@ -176,7 +177,7 @@ func loadSettings(f *mcpFlags) (*gate.Settings, error) {
 // directory and a query engine. close releases both.
 func openMCP(ctx context.Context, g *globalOptions, f *mcpFlags, stderr io.Writer, check func(s *gate.Settings) error) (*mcpBackend, error) {
 	// A bad flag or configuration stops here, before anything is opened: a typo must not leave the server writable.
-	logger, jsonLog, err := newLogger(&f.log, stderr, g.env.terminal)
+	logger, sink, jsonLog, err := newLogger(&f.log, stderr, g.env.terminal)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +200,7 @@ func openMCP(ctx context.Context, g *globalOptions, f *mcpFlags, stderr io.Write
 		return nil, usageErrorf("--cache-mib %d: use at least 8", f.cacheMiB)
 	}
 	budget := int64(f.cacheMiB) << 20
-	b := &mcpBackend{settings: settings, logger: logger, jsonLog: jsonLog, nodes: revision.NewNodeCache(budget / 4),
+	b := &mcpBackend{settings: settings, logger: logger, logSink: sink, jsonLog: jsonLog, nodes: revision.NewNodeCache(budget / 4),
 		valueMax: budget - budget/4}
 	if b.tracer, b.stopTracing, err = tracing(ctx, g.env.getenv); err != nil {
 		return nil, err
@@ -307,6 +308,7 @@ func (b *mcpBackend) close() error {
 	if terr := b.stopTracing(ctx); terr != nil {
 		b.logger.Warn("OpenTelemetry: spans could not be exported before stopping", "cause", terr)
 	}
+	b.logSink.Flush()
 	return err
 }
 

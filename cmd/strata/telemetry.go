@@ -52,12 +52,13 @@ func (f *logFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.level, "log-level", "info", "least severe log level written: debug, info, warn or error")
 }
 
-// newLogger makes the server's logger on stderr (stdout may be the protocol stream). It also says whether the
-// startup lines are log records (json) or plain text.
-func newLogger(f *logFlags, stderr io.Writer, terminal func(io.Writer) bool) (*slog.Logger, bool, error) {
+// newLogger makes the server's logger on stderr (stdout may be the protocol stream), through a logSink (flush it
+// before writing to stderr directly, and when the server stops). It also says whether the startup lines are log
+// records (json) or plain text.
+func newLogger(f *logFlags, stderr io.Writer, terminal func(io.Writer) bool) (*slog.Logger, *logSink, bool, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.level)); err != nil {
-		return nil, false, usageErrorf("--log-level %q: use debug, info, warn or error", f.level)
+		return nil, nil, false, usageErrorf("--log-level %q: use debug, info, warn or error", f.level)
 	}
 	format := f.format
 	if format == "" {
@@ -67,13 +68,14 @@ func newLogger(f *logFlags, stderr io.Writer, terminal func(io.Writer) bool) (*s
 		}
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	sink := newLogSink(stderr)
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(stderr, opts)), false, nil
+		return slog.New(flushingHandler{slog.NewTextHandler(sink, opts), sink}), sink, false, nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(stderr, opts)), true, nil
+		return slog.New(flushingHandler{slog.NewJSONHandler(sink, opts), sink}), sink, true, nil
 	}
-	return nil, false, usageErrorf("--log-format %q: use text or json", f.format)
+	return nil, nil, false, usageErrorf("--log-format %q: use text or json", f.format)
 }
 
 // sdkLogger is the logger given to the go-sdk: it logs every connection and session at info, which over HTTP
@@ -109,8 +111,10 @@ func (b *mcpBackend) say(stderr io.Writer, format string, args ...any) {
 	if b.jsonLog {
 		// Whatever --log-level says: scripts and people wait for these lines.
 		_ = b.logger.Handler().Handle(context.Background(), slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0))
+		b.logSink.Flush()
 		return
 	}
+	b.logSink.Flush() // the log lines before it first
 	fmt.Fprintln(stderr, msg)
 }
 

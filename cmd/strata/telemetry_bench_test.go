@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -69,7 +70,13 @@ func BenchmarkReadToolTelemetry(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer f.Close()
-				logger = slog.New(slog.NewJSONHandler(f, nil))
+				// The server's own logger: JSON lines through its logSink.
+				var sink *logSink
+				logger, sink, _, err = newLogger(&logFlags{format: "json", level: "info"}, f, func(io.Writer) bool { return false })
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer sink.Flush()
 			}
 			if mode == "tracing" {
 				p := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
@@ -151,7 +158,11 @@ func BenchmarkRequestLogAndMetrics(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	logger := slog.New(slog.NewJSONHandler(f, nil))
+	logger, sink, _, err := newLogger(&logFlags{format: "json", level: "info"}, f, func(io.Writer) bool { return false })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sink.Flush()
 	m := newMetrics((&gate.Settings{}).DatabaseClass())
 	ri := strataMCP.RequestInfo{Method: "tools/call", Tool: "read", Principal: "bench", Outcome: "ok", Database: "bench",
 		Duration: 400 * time.Microsecond}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// logSink is the server log's writer: it gathers records and writes them to stderr in one write(2) at most
+// logFlushDelay after the first of them, or as soon as logFlushBytes are waiting, so that a request's log line does
+// not cost the request a system call of its own (measured: the request log was most of what metrics and logs added
+// to a read over pipes, BenchmarkReadToolTelemetry). Records at warn and above are written at once
+// (flushingHandler), and the server flushes before it writes to stderr itself and when it stops.
+type logSink struct {
+	mu      sync.Mutex
+	w       io.Writer
+	buf     []byte
+	pending bool // a flush is scheduled
+}
+
+const (
+	logFlushDelay = 20 * time.Millisecond
+	logFlushBytes = 32 << 10
+)
+
+func newLogSink(w io.Writer) *logSink { return &logSink{w: w} }
+
+// Write takes one record (a handler writes each in one call). It never fails: a failed write to stderr has nowhere
+// to be reported.
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, p...)
+	if len(s.buf) >= logFlushBytes {
+		s.flushLocked()
+	} else if !s.pending {
+		s.pending = true
+		time.AfterFunc(logFlushDelay, s.Flush)
+	}
+	return len(p), nil
+}
+
+// Flush writes what is waiting.
+func (s *logSink) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+}
+
+func (s *logSink) flushLocked() {
+	s.pending = false
+	if len(s.buf) == 0 {
+		return
+	}
+	_, _ = s.w.Write(s.buf)
+	if cap(s.buf) > 4*logFlushBytes {
+		s.buf = nil // a burst's buffer is not kept
+	} else {
+		s.buf = s.buf[:0]
+	}
+}
+
+// flushingHandler writes records at warn and above through to stderr at once, with whatever was waiting before them.
+type flushingHandler struct {
+	slog.Handler
+	sink *logSink
+}
+
+func (h flushingHandler) Handle(ctx context.Context, r slog.Record) error {
+	err := h.Handler.Handle(ctx, r)
+	if r.Level >= slog.LevelWarn {
+		h.sink.Flush()
+	}
+	return err
+}
+
+func (h flushingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return flushingHandler{h.Handler.WithAttrs(as), h.sink}
+}
+
+func (h flushingHandler) WithGroup(name string) slog.Handler {
+	return flushingHandler{h.Handler.WithGroup(name), h.sink}
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLogSink: request lines are gathered into few writes and reach stderr within the flush delay; a warning is
+// written at once with the lines before it, in order; the server's own lines (say) come after the log lines logged
+// before them; close writes whatever waits.
+func TestLogSink(t *testing.T) {
+	out := &lockedBuffer{}
+	logger, sink, _, err := newLogger(&logFlags{format: "json", level: "info"}, out, func(io.Writer) bool { return false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		logger.Info("request", "n", i)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Count(out.String(), "\n") < 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5 s, %d of 100 lines were written", strings.Count(out.String(), "\n"))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	out.mu.Lock()
+	writes := out.writes
+	out.mu.Unlock()
+	if writes > 10 {
+		t.Errorf("100 lines took %d writes", writes)
+	}
+
+	logger.Info("before the warning")
+	logger.Warn("the warning")
+	if s := out.String(); !strings.Contains(s, "before the warning") || !strings.Contains(s, "the warning") ||
+		strings.Index(s, "before the warning") > strings.Index(s, "the warning") {
+		t.Fatalf("a warning was not written at once, after the line before it:\n%s", s)
+	}
+
+	// The text form: say's plain line follows the log lines logged before it.
+	text := &lockedBuffer{}
+	tl, ts, _, err := newLogger(&logFlags{format: "text", level: "info"}, text, func(io.Writer) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &mcpBackend{logger: tl, logSink: ts}
+	tl.Info("request one")
+	b.say(text, "strata serve: stopped")
+	if s := text.String(); !strings.Contains(s, "request one") || strings.Index(s, "request one") > strings.Index(s, "stopped") {
+		t.Fatalf("the server's line came before the log line logged before it:\n%s", s)
+	}
+
+	// Size: a burst is written when it reaches logFlushBytes, without waiting.
+	burst := &lockedBuffer{}
+	bl, _, _, _ := newLogger(&logFlags{format: "json", level: "info"}, burst, func(io.Writer) bool { return false })
+	long := strings.Repeat("x", 1000)
+	for range 40 {
+		bl.Info("request", "pad", long)
+	}
+	if n := len(burst.String()); n < logFlushBytes {
+		t.Fatalf("40 KB logged, %d bytes written at once: want at least %d", n, logFlushBytes)
+	}
+	sink.Flush()
+}
