@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	strataMCP "github.com/strata-db/strata/mcp"
 )
 
 // logSink is the server log's writer: it gathers records and writes them to stderr in one write(2) at most
@@ -82,4 +84,87 @@ func (h flushingHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h flushingHandler) WithGroup(name string) slog.Handler {
 	return flushingHandler{h.Handler.WithGroup(name), h.sink}
+}
+
+// requestLog writes the request log's lines from a goroutine of its own, so that formatting a request's line is not
+// part of its round trip: the request's handler only queues what it was and when it ended. When the queue is full
+// the line is written by the handler itself, so that no line is ever dropped. Flush writes everything queued (the
+// server flushes before its own lines, such as "stopped", and at close).
+type requestLog struct {
+	logger *slog.Logger
+	sink   *logSink
+	queue  chan requestEntry
+	done   chan struct{}
+	mu     sync.RWMutex // held to send on queue (read) and to close it (write)
+	closed bool
+}
+
+type requestEntry struct {
+	at    time.Time
+	ri    strataMCP.RequestInfo
+	flush chan struct{} // a Flush waiting for the lines queued before it
+}
+
+func newRequestLog(logger *slog.Logger, sink *logSink) *requestLog {
+	l := &requestLog{logger: logger, sink: sink, queue: make(chan requestEntry, 1024), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for e := range l.queue {
+			if e.flush != nil {
+				close(e.flush)
+				continue
+			}
+			writeRequest(l.logger, e.at, e.ri)
+		}
+	}()
+	return l
+}
+
+// log queues one request's line.
+func (l *requestLog) log(ri strataMCP.RequestInfo) {
+	if !l.logger.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	e := requestEntry{at: time.Now(), ri: ri}
+	l.mu.RLock()
+	if !l.closed {
+		select {
+		case l.queue <- e:
+			l.mu.RUnlock()
+			return
+		default:
+		}
+	}
+	l.mu.RUnlock()
+	writeRequest(l.logger, e.at, e.ri) // a full queue, or a request answered after the server closed
+}
+
+// Flush writes the lines queued so far, and what waits in the sink.
+func (l *requestLog) Flush() {
+	if l == nil {
+		return
+	}
+	l.mu.RLock()
+	if !l.closed {
+		done := make(chan struct{})
+		l.queue <- requestEntry{flush: done}
+		<-done
+	}
+	l.mu.RUnlock()
+	l.sink.Flush()
+}
+
+// Close writes what is queued and stops the goroutine; nothing may be logged through l after it.
+func (l *requestLog) Close() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.queue)
+	}
+	l.mu.Unlock()
+	<-l.done
+	l.sink.Flush()
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	strataMCP "github.com/strata-db/strata/mcp"
 )
 
 // TestLogSink: request lines are gathered into few writes and reach stderr within the flush delay; a warning is
@@ -64,4 +66,33 @@ func TestLogSink(t *testing.T) {
 		t.Fatalf("40 KB logged, %d bytes written at once: want at least %d", n, logFlushBytes)
 	}
 	sink.Flush()
+}
+
+// TestRequestLog: request lines queued by handlers are all written, in order, before the server's own line (say)
+// and at close; a request answered after close is still written.
+func TestRequestLog(t *testing.T) {
+	out := &lockedBuffer{}
+	logger, sink, _, err := newLogger(&logFlags{format: "json", level: "info"}, out, func(io.Writer) bool { return false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &mcpBackend{logger: logger, logSink: sink, jsonLog: true, requests: newRequestLog(logger, sink)}
+	for i := range 3000 { // more than the queue holds: some are written by the caller itself
+		b.requests.log(strataMCP.RequestInfo{Method: "tools/call", Tool: "read", Principal: "p", Outcome: "ok", Revision: uint64(i + 1)})
+	}
+	b.say(out, "strata serve: stopped")
+	s := out.String()
+	if n := strings.Count(s, `"msg":"request"`); n != 3000 {
+		t.Fatalf("%d of 3000 request lines before the server's line", n)
+	}
+	if strings.LastIndex(s, `"msg":"request"`) > strings.Index(s, "stopped") {
+		t.Fatal("a request line came after the server's line")
+	}
+	b.requests.log(strataMCP.RequestInfo{Method: "tools/call", Tool: "read", Principal: "p", Outcome: "ok", Revision: 9001})
+	b.requests.Close()
+	b.requests.log(strataMCP.RequestInfo{Method: "tools/call", Tool: "read", Principal: "p", Outcome: "ok", Revision: 9002})
+	sink.Flush()
+	if s := out.String(); !strings.Contains(s, `"revision":9001`) || !strings.Contains(s, `"revision":9002`) {
+		t.Fatalf("a line logged just before or after close is missing:\n%s", s[max(0, len(s)-600):])
+	}
 }

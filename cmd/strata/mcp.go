@@ -130,8 +130,9 @@ type mcpBackend struct {
 	// transport names the transport in audit records.
 	transport string
 	// jsonLog says the log is JSON (--log-format json): the startup lines are log records too.
-	jsonLog bool
-	logSink *logSink // the logger's writer: flushed before the server writes to stderr itself, and at close
+	jsonLog  bool
+	logSink  *logSink    // the logger's writer: flushed before the server writes to stderr itself, and at close
+	requests *requestLog // the request log, written from its own goroutine
 	// metrics, with --metrics-listen, are the server's Prometheus metrics; nodes is the shared cache of decoded
 	// nodes, valueMax the budget of the engine's cache of values (both read when scraped).
 	metrics  *metrics
@@ -242,6 +243,7 @@ func openMCP(ctx context.Context, g *globalOptions, f *mcpFlags, stderr io.Write
 		return nil, err
 	}
 	b.servers = map[string]*principalServer{}
+	b.requests = newRequestLog(logger, sink)
 	return b, nil
 }
 
@@ -266,7 +268,7 @@ func (b *mcpBackend) server(principal string) (*mcpsdk.Server, error) {
 
 // observe hears of every answered request: the request log, and the metrics when kept.
 func (b *mcpBackend) observe(ri strataMCP.RequestInfo) {
-	logRequest(b.logger, ri)
+	b.requests.log(ri)
 	if b.metrics != nil {
 		b.metrics.request(ri)
 	}
@@ -308,7 +310,7 @@ func (b *mcpBackend) close() error {
 	if terr := b.stopTracing(ctx); terr != nil {
 		b.logger.Warn("OpenTelemetry: spans could not be exported before stopping", "cause", terr)
 	}
-	b.logSink.Flush()
+	b.requests.Close()
 	return err
 }
 

@@ -110,11 +110,13 @@ func (b *mcpBackend) say(stderr io.Writer, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if b.jsonLog {
 		// Whatever --log-level says: scripts and people wait for these lines.
+		b.requests.Flush() // the request lines before it first
 		_ = b.logger.Handler().Handle(context.Background(), slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0))
 		b.logSink.Flush()
 		return
 	}
-	b.logSink.Flush() // the log lines before it first
+	b.requests.Flush() // the log lines before it first
+	b.logSink.Flush()
 	fmt.Fprintln(stderr, msg)
 }
 
@@ -124,6 +126,11 @@ func logRequest(logger *slog.Logger, ri strataMCP.RequestInfo) {
 	if !logger.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
+	writeRequest(logger, time.Now(), ri)
+}
+
+// writeRequest writes the request log's line of ri, which ended at t.
+func writeRequest(logger *slog.Logger, t time.Time, ri strataMCP.RequestInfo) {
 	attrs := []slog.Attr{slog.String("method", ri.Method)}
 	if ri.Tool != "" {
 		attrs = append(attrs, slog.String("tool", ri.Tool))
@@ -136,7 +143,9 @@ func logRequest(logger *slog.Logger, ri strataMCP.RequestInfo) {
 	if ri.Revision != 0 {
 		attrs = append(attrs, slog.Uint64("revision", ri.Revision))
 	}
-	logger.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+	r := slog.NewRecord(t, slog.LevelInfo, "request", 0)
+	r.AddAttrs(attrs...)
+	_ = logger.Handler().Handle(context.Background(), r)
 }
 
 // metrics are a server's Prometheus metrics. Names follow Prometheus' conventions (strata_ prefix, base units,

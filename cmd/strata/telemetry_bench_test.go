@@ -57,6 +57,7 @@ func BenchmarkReadToolTelemetry(b *testing.B) {
 			ctx := context.Background()
 			var m *metrics
 			var logger *slog.Logger
+			var requests *requestLog
 			var tp trace.TracerProvider
 			opts := &snapshots.DirOptions{}
 			nodes := revision.NewNodeCache(128 << 20)
@@ -76,7 +77,8 @@ func BenchmarkReadToolTelemetry(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer sink.Flush()
+				requests = newRequestLog(logger, sink)
+				defer requests.Close()
 			}
 			if mode == "tracing" {
 				p := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
@@ -97,8 +99,8 @@ func BenchmarkReadToolTelemetry(b *testing.B) {
 			}
 			cfg := strataMCP.Config{Writes: gate.WritesOff, Principal: "bench", Tracer: tp}
 			if m != nil {
-				cfg.Observe = func(ri strataMCP.RequestInfo) {
-					logRequest(logger, ri)
+				cfg.Observe = func(ri strataMCP.RequestInfo) { // as mcpBackend.observe
+					requests.log(ri)
 					m.request(ri)
 				}
 			}
