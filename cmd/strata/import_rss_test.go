@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,17 +45,75 @@ func TestImportMemoryBounded(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	strata := newImporter(t, ctx)
+	imp := strata.importStream(t, []string{"--json"}, n, 0)
+	if imp.err != nil {
+		t.Fatalf("strata import: %v\n%s", imp.err, imp.stderr)
+	}
+	ru, ok := imp.state.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Fatalf("no rusage for the child: %T", imp.state.SysUsage())
+	}
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	t.Logf("%d elements, %d bytes: peak RSS %.1f MiB, %v (%.0f MB/s), %v of CPU", n, imp.sent, float64(imp.peak)/(1<<20),
+		imp.took.Round(time.Millisecond), float64(imp.sent)/imp.took.Seconds()/1e6, cpu.Round(time.Millisecond))
+	checkPeak(t, imp.peak)
+	var res struct {
+		Revision uint64 `json:"revision"`
+		Size     int64  `json:"size"`
+		NewNodes int    `json:"new_nodes"`
+	}
+	if err := json.Unmarshal([]byte(imp.stdout), &res); err != nil || res.Size != imp.sent || res.Revision != 2 || res.NewNodes < n/100 {
+		t.Errorf("import said %s (%v)", imp.stdout, err)
+	}
+	last := strconv.Itoa(n - 1)
+	if out, err := strata.run("get", "big", "users/"+last+"/name"); err != nil || out != `"user-`+last+`"`+"\n" {
+		t.Errorf("the last element: %v: %s", err, out)
+	}
+}
+
+// importer is a strata binary built without the race detector, with a data directory holding the database "big".
+type importer struct {
+	ctx       context.Context
+	bin, data string
+}
+
+func newImporter(t *testing.T, ctx context.Context) *importer {
+	t.Helper()
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "strata")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	s := &importer{ctx: ctx, bin: filepath.Join(tmp, "strata"), data: filepath.Join(tmp, "data")}
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", s.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	data := filepath.Join(tmp, "data")
-	if out, err := exec.CommandContext(ctx, bin, "--data", data, "db", "create", "big").CombinedOutput(); err != nil {
+	if out, err := s.run("db", "create", "big"); err != nil {
 		t.Fatalf("strata db create: %v\n%s", err, out)
 	}
+	return s
+}
 
-	cmd := exec.CommandContext(ctx, bin, "--data", data, "import", "big", "users", "-", "--json")
+// run runs one strata command on the data directory and returns its combined output.
+func (s *importer) run(args ...string) (string, error) {
+	out, err := exec.CommandContext(s.ctx, s.bin, append([]string{"--data", s.data}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// imported is how a streamed import ended.
+type imported struct {
+	stdout, stderr string
+	err            error
+	state          *os.ProcessState
+	peak           int64 // the child's VmHWM, in bytes
+	took           time.Duration
+	sent           int64 // bytes written to its stdin
+	bad            int64 // the offset of the malformed byte, or -1 if none was sent
+}
+
+// importStream runs `strata import big users - ARGS` with docs/benchmarks.md's workload streamed to its stdin: n
+// elements, or, when badAt > 0, elements until the first element boundary at or past badAt and there a '#' where
+// the next element's first key should be. It polls the child's peak RSS while it runs.
+func (s *importer) importStream(t *testing.T, args []string, n int, badAt int64) imported {
+	t.Helper()
+	cmd := exec.CommandContext(s.ctx, s.bin, append([]string{"--data", s.data, "import", "big", "users", "-"}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	in, err := cmd.StdinPipe()
@@ -68,61 +127,62 @@ func TestImportMemoryBounded(t *testing.T) {
 	hwm := make(chan int64, 1)
 	done := make(chan struct{})
 	go func() { hwm <- pollHWM(cmd.Process.Pid, done) }()
-	sent := make(chan int64, 1)
+	type fed struct{ sent, bad int64 }
+	feed := make(chan fed, 1)
 	go func() {
-		w := bufio.NewWriterSize(in, 1<<20)
-		var total int64
-		buf := []byte{'['}
-		for i := range n {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = workload.AppendElement(buf, i, i%100)
-			if len(buf) >= 64<<10 {
-				k, _ := w.Write(buf)
-				total += int64(k)
-				buf = buf[:0]
-			}
-		}
-		buf = append(buf, ']')
-		k, _ := w.Write(buf)
-		total += int64(k)
-		w.Flush()
-		in.Close()
-		sent <- total
+		sent, bad := writeElements(in, n, badAt)
+		feed <- fed{sent, bad}
 	}()
 	err = cmd.Wait()
 	took := time.Since(start)
 	close(done)
-	peak := <-hwm
-	size := <-sent
-	if err != nil {
-		t.Fatalf("strata import: %v\n%s", err, stderr.String())
+	f := <-feed
+	return imported{stdout: stdout.String(), stderr: stderr.String(), err: err, state: cmd.ProcessState, peak: <-hwm,
+		took: took, sent: f.sent, bad: f.bad}
+}
+
+// writeElements writes the workload's array to in and closes it (see importStream); it stops early when the reader
+// has gone. It returns the bytes written and the malformed byte's offset (-1 if it was not reached).
+func writeElements(in io.WriteCloser, n int, badAt int64) (sent, bad int64) {
+	defer in.Close()
+	w := bufio.NewWriterSize(in, 1<<20)
+	buf := []byte{'['}
+	write := func() bool {
+		k, err := w.Write(buf)
+		sent += int64(k)
+		buf = buf[:0]
+		return err == nil
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		t.Fatalf("no rusage for the child: %T", cmd.ProcessState.SysUsage())
+	for i := 0; badAt > 0 || i < n; i++ {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		if badAt > 0 && sent+int64(len(buf)) >= badAt {
+			bad = sent + int64(len(buf)) + 1
+			buf = append(buf, `{#"id":1}]`...)
+			write()
+			w.Flush()
+			return sent, bad
+		}
+		buf = workload.AppendElement(buf, i, i%100)
+		if len(buf) >= 64<<10 && !write() {
+			return sent, -1
+		}
 	}
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	t.Logf("%d elements, %d bytes: peak RSS %.1f MiB, %v (%.0f MB/s), %v of CPU", n, size, float64(peak)/(1<<20),
-		took.Round(time.Millisecond), float64(size)/took.Seconds()/1e6, cpu.Round(time.Millisecond))
+	buf = append(buf, ']')
+	write()
+	w.Flush()
+	return sent, -1
+}
+
+// checkPeak fails t if the import's peak RSS was never read or is over the bound.
+func checkPeak(t *testing.T, peak int64) {
+	t.Helper()
 	if peak == 0 {
 		t.Fatal("never read the child's VmHWM from /proc")
 	}
 	if peak > maxImportRSS {
 		t.Errorf("peak RSS %d bytes (%.1f MiB), over the %d MiB bound", peak, float64(peak)/(1<<20), maxImportRSS>>20)
-	}
-	var res struct {
-		Revision uint64 `json:"revision"`
-		Size     int64  `json:"size"`
-		NewNodes int    `json:"new_nodes"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Size != size || res.Revision != 2 || res.NewNodes < n/100 {
-		t.Errorf("import said %s (%v)", stdout.String(), err)
-	}
-	last := strconv.Itoa(n - 1)
-	if out, err := exec.CommandContext(ctx, bin, "--data", data, "get", "big", "users/"+last+"/name").CombinedOutput(); err != nil || string(out) != `"user-`+last+`"`+"\n" {
-		t.Errorf("the last element: %v: %s", err, out)
 	}
 }
 
@@ -176,93 +236,32 @@ func TestImportMalformedLate(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "strata")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	data := filepath.Join(tmp, "data")
-	strata := func(args ...string) (string, error) {
-		out, err := exec.CommandContext(ctx, bin, append([]string{"--data", data}, args...)...).CombinedOutput()
-		return string(out), err
-	}
-	if out, err := strata("db", "create", "big"); err != nil {
-		t.Fatalf("strata db create: %v\n%s", err, out)
-	}
-	before, err := strata("log", "big")
+	strata := newImporter(t, ctx)
+	before, err := strata.run("log", "big")
 	if err != nil {
 		t.Fatalf("strata log: %v\n%s", err, before)
 	}
-	cmd := exec.CommandContext(ctx, bin, "--data", data, "import", "big", "users", "-")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	hwm := make(chan int64, 1)
-	done := make(chan struct{})
-	go func() { hwm <- pollHWM(cmd.Process.Pid, done) }()
-	// The elements, one after another; at the first element boundary at or past badAt, a '#' where the next
-	// element's first key should be. Writing stops when the import has given up (the pipe is closed).
-	bad := make(chan int64, 1)
-	go func() {
-		defer in.Close()
-		w := bufio.NewWriterSize(in, 1<<20)
-		defer w.Flush()
-		var total int64
-		buf := []byte{'['}
-		for i := 0; ; i++ {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			if total+int64(len(buf)) >= badAt {
-				bad <- total + int64(len(buf)) + 1
-				buf = append(buf, `{#"id":1}]`...)
-				w.Write(buf)
-				return
-			}
-			buf = workload.AppendElement(buf, i, i%100)
-			if len(buf) >= 64<<10 {
-				k, err := w.Write(buf)
-				total += int64(k)
-				if err != nil {
-					bad <- -1
-					return
-				}
-				buf = buf[:0]
-			}
-		}
-	}()
-	err = cmd.Wait()
-	close(done)
-	peak := <-hwm
-	at := <-bad
-	if at < 0 {
-		t.Fatalf("the import stopped reading before the bad byte: %v\n%s", err, stderr.String())
+	imp := strata.importStream(t, nil, 0, badAt)
+	if imp.bad < 0 {
+		t.Fatalf("the import stopped reading before the bad byte: %v\n%s", imp.err, imp.stderr)
 	}
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != exitUsage {
-		t.Fatalf("strata import: %v, want exit %d\n%s", err, exitUsage, stderr.String())
+	if !errors.As(imp.err, &exit) || exit.ExitCode() != exitUsage {
+		t.Fatalf("strata import: %v, want exit %d\n%s", imp.err, exitUsage, imp.stderr)
 	}
-	want := fmt.Sprintf("invalid JSON at line 1, column %d (byte %d)", at+1, at)
-	if !strings.Contains(stderr.String(), want) {
-		t.Fatalf("strata import said:\n%s\nwant %q", stderr.String(), want)
+	want := fmt.Sprintf("invalid JSON at line 1, column %d (byte %d)", imp.bad+1, imp.bad)
+	if !strings.Contains(imp.stderr, want) {
+		t.Fatalf("strata import said:\n%s\nwant %q", imp.stderr, want)
 	}
-	t.Logf("refused at byte %d: %s; peak RSS %.1f MiB", at, strings.TrimSpace(stderr.String()), float64(peak)/(1<<20))
-	if peak > maxImportRSS {
-		t.Errorf("peak RSS %d bytes (%.1f MiB), over the %d MiB bound", peak, float64(peak)/(1<<20), maxImportRSS>>20)
-	}
-	if after, err := strata("log", "big"); err != nil || after != before {
+	t.Logf("refused at byte %d: %s; peak RSS %.1f MiB", imp.bad, strings.TrimSpace(imp.stderr), float64(imp.peak)/(1<<20))
+	checkPeak(t, imp.peak)
+	if after, err := strata.run("log", "big"); err != nil || after != before {
 		t.Fatalf("the failed import made a revision (%v):\n%s", err, after)
 	}
-	if out, err := strata("get", "big", "users"); !errors.As(err, &exit) || exit.ExitCode() != exitNotFound {
+	if out, err := strata.run("get", "big", "users"); !errors.As(err, &exit) || exit.ExitCode() != exitNotFound {
 		t.Fatalf("the resource exists after a failed import: %v: %s", err, out)
 	}
-	if out, err := strata("check", "big"); err != nil {
+	if out, err := strata.run("check", "big"); err != nil {
 		t.Fatalf("strata check: %v\n%s", err, out)
 	}
 }
