@@ -210,14 +210,7 @@ func (c *pgCat) LastID() (uint64, error) {
 	if c.write {
 		return c.nextID, nil
 	}
-	id, ok, err := one[int64](c, "reading the id counter", "SELECT next_id FROM strata_databases WHERE id = $1", c.d.id)
-	if err != nil {
-		return 0, err
-	}
-	if !ok {
-		return 0, c.d.dropped()
-	}
-	return uint64(id), nil
+	return c.counter("the id counter", "next_id")
 }
 
 func (c *pgCat) LoadRevision(r RevisionRecord) error {

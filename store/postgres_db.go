@@ -473,14 +473,20 @@ func (c *pgCat) LastRevision() (uint64, error) {
 	if c.write {
 		return c.last, nil
 	}
-	last, ok, err := one[int64](c, "reading the last revision", "SELECT last_rev FROM strata_databases WHERE id = $1", c.d.id)
+	return c.counter("the last revision", "last_rev")
+}
+
+// counter reads one of the database row's counters (column, a constant) in a read transaction; a write
+// transaction keeps its own copies, locked at its start.
+func (c *pgCat) counter(what, column string) (uint64, error) {
+	v, ok, err := one[int64](c, "reading "+what, "SELECT "+column+" FROM strata_databases WHERE id = $1", c.d.id)
 	if err != nil {
 		return 0, err
 	}
 	if !ok {
 		return 0, c.d.dropped()
 	}
-	return uint64(last), nil
+	return uint64(v), nil
 }
 
 // pgPage is how many rows a listing reads per query: a caller that stops early does not pay for the rest.
