@@ -120,16 +120,8 @@ func (b *mcpBackend) say(stderr io.Writer, format string, args ...any) {
 	fmt.Fprintln(stderr, msg)
 }
 
-// logRequest is the request log: one line per answered request, at info. It holds what the request was and how it
-// ended, never its arguments or its answer.
-func logRequest(logger *slog.Logger, ri strataMCP.RequestInfo) {
-	if !logger.Enabled(context.Background(), slog.LevelInfo) {
-		return
-	}
-	writeRequest(logger, time.Now(), ri)
-}
-
-// writeRequest writes the request log's line of ri, which ended at t.
+// writeRequest writes the request log's line of ri, which ended at t: one line per answered request, at info
+// (requestLog queues it). It holds what the request was and how it ended, never its arguments or its answer.
 func writeRequest(logger *slog.Logger, t time.Time, ri strataMCP.RequestInfo) {
 	attrs := []slog.Attr{slog.String("method", ri.Method)}
 	if ri.Tool != "" {

@@ -99,10 +99,7 @@ func BenchmarkReadToolTelemetry(b *testing.B) {
 			}
 			cfg := strataMCP.Config{Writes: gate.WritesOff, Principal: "bench", Tracer: tp}
 			if m != nil {
-				cfg.Observe = func(ri strataMCP.RequestInfo) { // as mcpBackend.observe
-					requests.log(ri)
-					m.request(ri)
-				}
+				cfg.Observe = (&mcpBackend{requests: requests, metrics: m}).observe // the server's own hook
 			}
 			srv, err := strataMCP.NewServer(dir, cfg)
 			if err != nil {
@@ -170,7 +167,7 @@ func BenchmarkRequestLogAndMetrics(b *testing.B) {
 		Duration: 400 * time.Microsecond}
 	b.ReportAllocs()
 	for b.Loop() {
-		logRequest(logger, ri)
+		writeRequest(logger, time.Now(), ri) // what the request log's goroutine does for each request
 		m.request(ri)
 	}
 }
