@@ -51,11 +51,7 @@ type PlanEvent struct {
 }
 
 func (db *DB) commitEvent(ev CommitEvent) {
-	if ev.Err == nil {
-		db.failStop.Store(nil)
-	} else if errors.Is(ev.Err, store.ErrFailStop) {
-		db.failStop.Store(&ev.Err)
-	}
+	db.noteStorage(ev.Err)
 	if f := db.events.Commit; f != nil {
 		ev.Database = db.name
 		f(ev)
