@@ -139,7 +139,7 @@ func (l *requestLog) log(ri strataMCP.RequestInfo) {
 	writeRequest(l.logger, e.at, e.ri) // a full queue, or a request answered after the server closed
 }
 
-// Flush writes the lines queued so far, and what waits in the sink.
+// Flush hands the lines queued so far to the sink (whose Flush writes them).
 func (l *requestLog) Flush() {
 	if l == nil {
 		return
@@ -151,7 +151,6 @@ func (l *requestLog) Flush() {
 		<-done
 	}
 	l.mu.RUnlock()
-	l.sink.Flush()
 }
 
 // Close writes what is queued and stops the goroutine; nothing may be logged through l after it.

@@ -108,14 +108,13 @@ func (h atLeast) WithGroup(name string) slog.Handler {
 // --log-format json a log record whose message is the same sentence (so that the whole of stderr is JSON).
 func (b *mcpBackend) say(stderr io.Writer, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
+	b.requests.Flush() // the request lines logged before it first
 	if b.jsonLog {
 		// Whatever --log-level says: scripts and people wait for these lines.
-		b.requests.Flush() // the request lines before it first
 		_ = b.logger.Handler().Handle(context.Background(), slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0))
 		b.logSink.Flush()
 		return
 	}
-	b.requests.Flush() // the log lines before it first
 	b.logSink.Flush()
 	fmt.Fprintln(stderr, msg)
 }
