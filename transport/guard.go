@@ -31,14 +31,15 @@ var (
 // DefaultListen is where a server listens unless told otherwise: loopback.
 const DefaultListen = "127.0.0.1:7411"
 
-// CheckListen checks a listen address: without tokens it must be on the loopback interface.
-func CheckListen(addr string, tokens bool) error {
+// CheckListen checks the listen address addr that the flag (such as "--listen") gave: without tokens it must be on
+// the loopback interface.
+func CheckListen(flag, addr string, tokens bool) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--listen %q: %v (use HOST:PORT, such as %s)", addr, err, DefaultListen)
+		return fmt.Errorf("%s %q: %v (use HOST:PORT, such as %s)", flag, addr, err, DefaultListen)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Errorf("--listen %q: bad port %q", addr, port)
+		return fmt.Errorf("%s %q: bad port %q", flag, addr, port)
 	}
 	if tokens || strings.EqualFold(host, "localhost") {
 		return nil
@@ -46,7 +47,7 @@ func CheckListen(addr string, tokens bool) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("--listen %q: without bearer tokens (--token-file), strata serve listens only on a loopback address (127.0.0.1, ::1 or localhost); a server reachable from other machines would let anyone on the network use it", addr)
+	return fmt.Errorf("%s %q: without bearer tokens (--token-file), strata serve listens only on a loopback address (127.0.0.1, ::1 or localhost); a server reachable from other machines would let anyone on the network use it", flag, addr)
 }
 
 // LoadTLS loads a certificate and its key (PEM files, both or neither: neither is no TLS), for TLS 1.2 and later.

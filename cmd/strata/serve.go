@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -130,15 +129,15 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 				return usageErrorf("--token-file %s: %v", o.tokenFile, err)
 			}
 		}
-		if err := transport.CheckListen(o.listen, tokens != nil); err != nil {
+		if err := transport.CheckListen("--listen", o.listen, tokens != nil); err != nil {
 			return usageErrorf("%v", err)
 		}
 		if tlsConfig, err = transport.LoadTLS(o.tlsCert, o.tlsKey); err != nil {
 			return usageErrorf("%v", err)
 		}
 		if o.metricsListen != "" {
-			if err := transport.CheckListen(o.metricsListen, tokens != nil); err != nil {
-				return usageErrorf("%s", strings.Replace(err.Error(), "--listen", "--metrics-listen", 1))
+			if err := transport.CheckListen("--metrics-listen", o.metricsListen, tokens != nil); err != nil {
+				return usageErrorf("%v", err)
 			}
 		}
 		return nil
@@ -152,15 +151,11 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 		}
 	}()
 	logger := b.logger
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := listen("--listen", o.listen, tokens != nil)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.listen, err)
+		return err
 	}
 	addr := ln.Addr().(*net.TCPAddr)
-	if tokens == nil && !addr.IP.IsLoopback() { // "localhost" resolved to something else
-		ln.Close()
-		return usageErrorf("--listen %q resolved to %s, which is not a loopback address", o.listen, addr)
-	}
 	b.transport = audit.TransportHTTP
 	// Requests refused before authentication cost one record per address and reason per interval (T21).
 	b.refusals = audit.NewAggregator(b.audit, audit.AggregateOptions{Warn: func(err error) { logger.Error("audit log", "err", err) }})

@@ -426,24 +426,30 @@ func healthHandler(r *readiness, next http.Handler) http.Handler {
 	})
 }
 
-// metricsServer serves /metrics, /healthz and /readyz on the --metrics-listen address until ctx ends.
+// metricsServer serves /metrics, /healthz and /readyz on the --metrics-listen address (checked with the other flags,
+// transport.CheckListen) until ctx ends.
 func metricsServer(addr string, tokens bool, reg *prometheus.Registry, ready *readiness, logger *slog.Logger) (*http.Server, net.Listener, error) {
-	if err := transport.CheckListen(addr, tokens); err != nil {
-		return nil, nil, usageErrorf("%s", strings.Replace(err.Error(), "--listen", "--metrics-listen", 1))
-	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("--metrics-listen", addr, tokens)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listen on %s (--metrics-listen): %w", addr, err)
-	}
-	if a := ln.Addr().(*net.TCPAddr); !tokens && !a.IP.IsLoopback() {
-		ln.Close()
-		return nil, nil, usageErrorf("--metrics-listen %q resolved to %s, which is not a loopback address", addr, a)
+		return nil, nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}))
-	hs := &http.Server{Handler: healthHandler(ready, mux), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	return hs, ln, nil
+	return transport.NewHTTPServer(healthHandler(ready, mux), nil, logger), ln, nil
+}
+
+// listen listens on addr, which the flag gave and transport.CheckListen has checked; without tokens, a name (such
+// as "localhost") that resolved to an address off the loopback interface is refused.
+func listen(flag, addr string, tokens bool) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (%s): %w", addr, flag, err)
+	}
+	if a := ln.Addr().(*net.TCPAddr); !tokens && !a.IP.IsLoopback() {
+		ln.Close()
+		return nil, usageErrorf("%s %q resolved to %s, which is not a loopback address", flag, addr, a)
+	}
+	return ln, nil
 }
 
 // tracing starts OpenTelemetry's tracer provider when the environment names an OTLP endpoint
