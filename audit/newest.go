@@ -2,10 +2,16 @@ package audit
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/strata-db/strata/internal/nofollow"
 )
 
 // ErrStop, returned by the fn of ReadNewest, stops it without an error.
@@ -79,4 +85,93 @@ func ReadNewest(r io.ReaderAt, size int64, f Filter, before uint64, maxScan int,
 		}
 	}
 	return 0, nil
+}
+
+// ReadNewest is the package's ReadNewest on the whole log l: its current file and then its rotated files, newest
+// first, or its PostgreSQL table. maxScan bounds the records read in each file (in all, for the table).
+func (l *Log) ReadNewest(ctx context.Context, f Filter, before uint64, maxScan int, fn func(Record) error) (last uint64, err error) {
+	if l.table != nil {
+		return l.table.readNewest(ctx, f, before, maxScan, fn)
+	}
+	rotated, err := rotatedFiles(l.path)
+	if err != nil {
+		return 0, err
+	}
+	paths := []string{l.path}
+	for i := len(rotated) - 1; i >= 0; i-- {
+		if before == 0 || rotated[i].first < before { // a file whose records are all at or past before is skipped
+			paths = append(paths, rotated[i].path)
+		}
+	}
+	for _, path := range paths {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		last, err := readNewestFile(path, f, before, maxScan, fn)
+		if err != nil || last != 0 {
+			return last, err // stopped, or an error
+		}
+		// 0: this file's beginning was reached; the older file goes on below it.
+	}
+	return 0, nil
+}
+
+// readNewestFile is ReadNewest on the file at path; a file that does not exist (the current file just rotated, or
+// no record yet) holds no records.
+func readNewestFile(path string, f Filter, before uint64, maxScan int, fn func(Record) error) (uint64, error) {
+	file, err := nofollow.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return ReadNewest(file, fi.Size(), f, before, maxScan, fn)
+}
+
+// readNewest reads the table newest first, a page at a time (each page read before fn sees its records, so that fn
+// may use the pool too).
+func (t *pgTable) readNewest(ctx context.Context, f Filter, before uint64, maxScan int, fn func(Record) error) (uint64, error) {
+	below := int64(1<<63 - 1)
+	if before != 0 {
+		below = int64(min(before, 1<<63-1))
+	}
+	scanned := 0
+	for {
+		rows, err := t.pool.Query(ctx, `SELECT line FROM strata_audit WHERE seq < $1 ORDER BY seq DESC LIMIT $2`, below, pgPage)
+		if err != nil {
+			return 0, fmt.Errorf("reading the audit log: %w", err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return 0, fmt.Errorf("reading the audit log: %w", err)
+		}
+		for _, line := range lines {
+			var rec Record
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				return 0, fmt.Errorf("audit log: not a valid audit record: %v", err)
+			}
+			scanned++
+			if f.Match(rec) {
+				if err := fn(rec); err != nil {
+					if errors.Is(err, ErrStop) {
+						return rec.Seq, nil
+					}
+					return rec.Seq, err
+				}
+			}
+			if maxScan > 0 && scanned >= maxScan {
+				return rec.Seq, nil
+			}
+			below = int64(rec.Seq)
+		}
+		if len(lines) < pgPage {
+			return 0, nil
+		}
+	}
 }

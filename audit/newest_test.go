@@ -4,6 +4,7 @@ package audit
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -77,4 +78,60 @@ func TestReadNewest(t *testing.T) {
 	if _, err := ReadNewest(strings.NewReader("not json\n"), 9, Filter{}, 0, 0, func(Record) error { return nil }); err == nil {
 		t.Error("garbage read as records")
 	}
+}
+
+// pagesNewest reads l with Log.ReadNewest a page of up to size matching records at a time, as the review page
+// does, and returns the seqs it saw, newest first.
+func pagesNewest(t *testing.T, l *Log, f Filter, size int) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	before := uint64(0)
+	for pages := 0; ; pages++ {
+		if pages > 1000 {
+			t.Fatal("paging does not end")
+		}
+		n := 0
+		next, err := l.ReadNewest(context.Background(), f, before, 0, func(r Record) error {
+			seqs = append(seqs, r.Seq)
+			if n++; n == size {
+				return ErrStop
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next == 0 {
+			return seqs
+		}
+		before = next
+	}
+}
+
+// wantNewest checks that seqs are n down to 1, or those of them that keep says.
+func wantNewest(t *testing.T, seqs []uint64, n int, keep func(uint64) bool) {
+	t.Helper()
+	var want []uint64
+	for s := uint64(n); s >= 1; s-- {
+		if keep == nil || keep(s) {
+			want = append(want, s)
+		}
+	}
+	if fmt.Sprint(seqs) != fmt.Sprint(want) {
+		t.Fatalf("read %v\nwant %v", seqs, want)
+	}
+}
+
+// TestLogReadNewestAcrossFiles: a rotated log reads newest first as one, page after page, from the current file on
+// through every rotated file, with a filter too.
+func TestLogReadNewestAcrossFiles(t *testing.T) {
+	l, path := openRotating(t, 2000, nil)
+	appendN(t, l, "ada", 20)
+	appendN(t, l, "bob", 20)
+	if files, err := Files(path); err != nil || len(files) < 5 {
+		t.Fatalf("files %q (%v): want several rotated files", files, err)
+	}
+	wantNewest(t, pagesNewest(t, l, Filter{}, 7), 40, nil)
+	wantNewest(t, pagesNewest(t, l, Filter{}, 100), 40, nil)
+	wantNewest(t, pagesNewest(t, l, Filter{Principal: "ada"}, 3), 40, func(s uint64) bool { return s <= 20 })
 }

@@ -251,3 +251,12 @@ func TestPostgresAuditKeyed(t *testing.T) {
 		t.Fatalf("the refused appends changed the log: %d, %v", n, err)
 	}
 }
+
+// TestPostgresReadNewest: the table reads newest first as the file does, page after page, with a filter too.
+func TestPostgresReadNewest(t *testing.T) {
+	l, _ := openPGLog(t, pgtest.URL(t))
+	appendN(t, l, "ada", 25)
+	appendN(t, l, "bob", 5)
+	wantNewest(t, pagesNewest(t, l, Filter{}, 4), 30, nil)
+	wantNewest(t, pagesNewest(t, l, Filter{Principal: "ada"}, 6), 30, func(s uint64) bool { return s <= 25 })
+}

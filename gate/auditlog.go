@@ -3,7 +3,6 @@ package gate
 import (
 	"context"
 	"errors"
-	"os"
 
 	"github.com/strata-db/strata/audit"
 	"github.com/strata-db/strata/snapshots"
@@ -36,7 +35,8 @@ const auditScan = 100_000
 // ErrNoAuditLog: the gate keeps no audit log.
 var ErrNoAuditLog = errors.New("this server keeps no audit log")
 
-// AuditLog reads a page of the audit log for a reviewer or the operator.
+// AuditLog reads a page of the audit log for a reviewer or the operator: its files, rotated ones included, or its
+// PostgreSQL table.
 func (a *Actor) AuditLog(ctx context.Context, q AuditQuery) (*AuditPage, error) {
 	if !a.p.Review && !a.p.Operator {
 		return nil, denied("reading the audit log")
@@ -44,22 +44,13 @@ func (a *Actor) AuditLog(ctx context.Context, q AuditQuery) (*AuditPage, error) 
 	if a.g.audit == nil {
 		return nil, ErrNoAuditLog
 	}
-	f, err := os.Open(a.g.audit.Path())
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 100
 	}
 	page := &AuditPage{Records: []audit.Record{}}
 	views := map[string]*View{}
-	next, err := audit.ReadNewest(f, fi.Size(), q.Filter, q.Before, auditScan, func(r audit.Record) error {
+	next, err := a.g.audit.ReadNewest(ctx, q.Filter, q.Before, auditScan, func(r audit.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
