@@ -89,6 +89,9 @@ func CopyDatabase(ctx context.Context, src, dst *Dir, name string, progress func
 	f := revision.New(cn, &revision.Options{CacheBytes: -1})
 	seen := map[store.Hash]bool{}
 	for i, rec := range dump.Revisions {
+		if err := ctx.Err(); err != nil { // a revision whose nodes were all copied already reads nothing that would see it
+			return nil, err
+		}
 		root, err := revision.ValueFromEncoding(string(rec.Root))
 		if err != nil {
 			return nil, fmt.Errorf("revision %d of %q: %w", rec.Number, name, err)

@@ -152,14 +152,24 @@ func TestCopyRoundTrip(t *testing.T) {
 	if _, err := CopyDatabase(ctx, orig, pg, "nope", nil); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("copying a missing database: %v", err)
 	}
-	// An interrupted copy leaves nothing: no database, no file.
+	// A copy interrupted half-way (its nodes partly written under the temporary name) leaves nothing: no database,
+	// no file.
 	cctx, cancel := context.WithCancel(ctx)
-	cancel()
+	defer cancel()
 	empty := t.TempDir()
 	ed := must(OpenDir(empty, nil))
 	defer ed.Close()
-	if _, err := CopyDatabase(cctx, orig, ed, "shop", nil); err == nil {
-		t.Fatal("a cancelled copy succeeded")
+	progressed := 0
+	_, err := CopyDatabase(cctx, orig, ed, "shop", func(done, total int) {
+		if progressed = done; done == 1 {
+			if ents, _ := os.ReadDir(empty); len(ents) == 0 {
+				t.Error("the copy made no temporary file before it was interrupted: the test tests nothing")
+			}
+			cancel()
+		}
+	})
+	if err == nil || progressed != 1 {
+		t.Fatalf("a copy cancelled after revision 1: %v, having copied %d revisions", err, progressed)
 	}
 	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
 		t.Fatalf("a cancelled copy left %v in the directory", ents)
