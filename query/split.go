@@ -80,12 +80,11 @@ var splitKindNames = map[splitKind]string{splitStream: "stream", splitCollect: "
 type splitPlan struct {
 	kind   splitKind
 	final  finalKind
-	each   *gojq.Code // .[] | f
-	g      *gojq.Code // finalProgram: g; finalAdd: g (add, or add | h) for sums that do not split
-	add    *gojq.Code // finalAdd: add, for the sums of chunks
-	then   *gojq.Code // finalLength, finalAdd: h in length | h, add | h (nil: none)
-	keys   []string   // projection: the members of an element f reads (sorted); nil when f sees whole elements
-	proj   bool
+	each   *gojq.Code   // .[] | f
+	g      *gojq.Code   // finalProgram: g; finalAdd: g (add, or add | h) for sums that do not split
+	add    *gojq.Code   // finalAdd: add, for the sums of chunks
+	then   *gojq.Code   // finalLength, finalAdd: h in length | h, add | h (nil: none)
+	keys   []string     // projection: the members of an element f reads (sorted); nil when f sees whole elements
 	fast   *cond        // f is select(c) [| rest] with c one of these conditions: evaluated without gojq (see cond)
 	lits   []*gojq.Code // the values c compares with
 	rest   *gojq.Code   // .[] | rest, when f is select(c) | rest
@@ -199,7 +198,7 @@ func splitOf(q *gojq.Query, vars []string) *splitPlan {
 		return nil
 	}
 	if keys, ok := projectable(f); ok {
-		sp.proj, sp.keys = true, keys
+		sp.keys = keys // not nil, even when f reads no member
 		var rest *gojq.Query
 		if sp.fast, sp.lits, rest = fastSelect(f, opts); rest != nil {
 			if sp.rest, err = gojq.Compile(&gojq.Query{Left: iterQuery(), Op: gojq.OpPipe, Right: rest}, opts...); err != nil {

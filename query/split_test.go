@@ -525,7 +525,7 @@ func TestSplitAnalysis(t *testing.T) {
 			continue
 		}
 		keys := "-"
-		if sp.proj {
+		if sp.keys != nil {
 			keys = strings.Join(sp.keys, ",")
 		}
 		if c.keys != "" && keys != c.keys {

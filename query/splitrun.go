@@ -724,7 +724,7 @@ func (run *splitRun) runGojq(ctx context.Context, code *gojq.Code, elems []revis
 	for i, j := range at {
 		ev := elems[j]
 		var x any
-		if sp.proj && ev.Kind() == revision.Object {
+		if sp.keys != nil && ev.Kind() == revision.Object {
 			if x, err = run.f.MaterializeMembers(ctx, ev, sp.keys); err != nil {
 				return err
 			}

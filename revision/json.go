@@ -304,8 +304,4 @@ func (r *reader) materializeAs(enc string, exactNumbers bool) (any, error) {
 }
 
 // AppendJSONString appends s, valid UTF-8, as a JSON string literal, escaped as Strata writes every string.
-func AppendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	b = codec.AppendEscaped(b, s)
-	return append(b, '"')
-}
+func AppendJSONString(b []byte, s string) []byte { return codec.AppendJSONString(b, s) }
