@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/strata-db/strata/revision"
 )
 
 // parseJSON decodes one JSON text into the values Forest.Materialize produces: nil, bool, int (for numbers
@@ -215,7 +217,10 @@ func (p *parser) number() (any, error) {
 		}
 	}
 	text := p.s[start:p.i]
-	if plain && len(text) <= 20 && text != "-0" && text != "0" {
+	if text == "0" {
+		return revision.MaterialZero, nil
+	}
+	if plain && len(text) <= 20 && text != "-0" {
 		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
 			return int(n), nil
 		}
@@ -345,4 +350,16 @@ func (p *parser) hex4() (rune, bool) {
 	}
 	p.i += 4
 	return r, true
+}
+
+// intOf reports the integer a value of the kinds Forest.Materialize and parseJSON give is: an int, or zero, which
+// they give as revision.MaterialZero.
+func intOf(v any) (int, bool) {
+	switch v := v.(type) {
+	case int:
+		return v, true
+	case json.Number:
+		return 0, v == revision.MaterialZero
+	}
+	return 0, false
 }

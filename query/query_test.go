@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/itchyny/gojq"
+
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )

@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -152,17 +151,11 @@ func (st *step) resolve(ps *params) (key string, index int, isIndex, ok bool) {
 		if n != st.param {
 			continue
 		}
-		switch v := ps.values[i].(type) {
-		case string:
+		if v, ok := ps.values[i].(string); ok {
 			return v, 0, false, true
-		case int:
-			if v > -(1<<40) && v < 1<<40 {
-				return "", v, true, true
-			}
-		case json.Number:
-			if v == "0" { // how zero is materialised (revision.Forest.Materialize)
-				return "", 0, true, true
-			}
+		}
+		if v, ok := intOf(ps.values[i]); ok && v > -(1<<40) && v < 1<<40 {
+			return "", v, true, true
 		}
 		return "", 0, false, false
 	}

@@ -438,10 +438,7 @@ func (run *splitRun) add(xs []any) (sum any, ok bool) {
 	case 0:
 		return nil, true
 	case 1:
-		if _, isNumber := xs[0].(json.Number); !isNumber {
-			return xs[0], true
-		}
-		// Zero, as materialised: add gives the int 0, as gojq's add does for a json.Number 0.
+		return xs[0], true
 	}
 	v, _ := run.sp.add.Run(xs).Next()
 	switch v.(type) {
@@ -597,12 +594,12 @@ func newLeafOutputs(budget int64) *leafOutputs {
 
 // add takes one output (an elemRef for an element itself).
 func (o *leafOutputs) add(v any) error {
-	switch v := v.(type) {
-	case nil, int, *big.Int:
-	case json.Number:
-		o.r.iok = o.r.iok && v == "0" // zero, as materialised (revision.Forest.Materialize)
+	switch v.(type) {
+	case nil, *big.Int:
 	default:
-		o.r.iok = false
+		if _, ok := intOf(v); !ok {
+			o.r.iok = false
+		}
 	}
 	if _, isRef := v.(elemRef); !isRef {
 		switch v.(type) {
@@ -637,6 +634,9 @@ func (o *leafOutputs) done(run *splitRun, raw int64) (*chunkResult, int64, error
 	if r.iok && run.sp.final == finalAdd {
 		ints := make([]any, 0, len(r.vals))
 		for _, v := range r.vals {
+			if i, ok := intOf(v); ok {
+				v = i // zero as an int, as gojq's add makes it
+			}
 			if v != nil {
 				ints = append(ints, v)
 			}

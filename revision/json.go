@@ -238,8 +238,8 @@ func (jw *jsonWriter) inline(r *codec.Reader, depth int) error {
 	return jw.flushIfFull()
 }
 
-// jsonZero is how Materialize gives the integer 0 (see there).
-const jsonZero = json.Number("0")
+// MaterialZero is how Materialize gives the integer 0 (see there); query's own decoder gives it so too.
+const MaterialZero = json.Number("0")
 
 // errNoValue is returned for the zero Value, which stands for "absent", not for any JSON.
 var errNoValue = fmt.Errorf("%w: no value (an absent member or element has no JSON form)", ErrNotFound)
@@ -274,7 +274,7 @@ func (r *reader) materializeAs(enc string, exactNumbers bool) (any, error) {
 			return json.Number(strconv.FormatInt(i, 10)), nil
 		}
 		if i == 0 {
-			return jsonZero, nil
+			return MaterialZero, nil
 		}
 		return int(i), nil
 	case codec.TagNum:
