@@ -86,18 +86,8 @@ func ListenHosts(listen string, port int) map[string]bool {
 // the Host the request was sent to, or one of the listen hosts.
 func Guard(hosts map[string]bool, anyHost bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := strings.ToLower(r.Host)
-		if !anyHost && !hosts[host] {
-			http.Error(w, "Forbidden: this server answers only to its loopback address (Host header refused)", http.StatusForbidden)
+		if !hostAndOrigin(w, r, hosts, anyHost) {
 			return
-		}
-		for _, origin := range r.Header.Values("Origin") {
-			u, err := url.Parse(origin)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") ||
-				!(hosts[strings.ToLower(u.Host)] || anyHost && strings.EqualFold(u.Host, host)) {
-				http.Error(w, "Forbidden: cross-origin requests are refused", http.StatusForbidden)
-				return
-			}
 		}
 		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
 			http.Error(w, "Forbidden: cross-site requests are refused", http.StatusForbidden)
@@ -161,6 +151,25 @@ func limitBody(w http.ResponseWriter, r *http.Request, max int64) bool {
 			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, max)
+	}
+	return true
+}
+
+// hostAndOrigin refuses (403) a Host that is not this server's (unless anyHost) and an Origin that is not this
+// server's: one of hosts, or with anyHost the Host the request was sent to. It reports whether the request may go on.
+func hostAndOrigin(w http.ResponseWriter, r *http.Request, hosts map[string]bool, anyHost bool) bool {
+	host := strings.ToLower(r.Host)
+	if !anyHost && !hosts[host] {
+		http.Error(w, "Forbidden: this server answers only to its loopback address (Host header refused)", http.StatusForbidden)
+		return false
+	}
+	for _, origin := range r.Header.Values("Origin") {
+		u, err := url.Parse(origin)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") ||
+			!(hosts[strings.ToLower(u.Host)] || anyHost && strings.EqualFold(u.Host, host)) {
+			http.Error(w, "Forbidden: cross-origin requests are refused", http.StatusForbidden)
+			return false
+		}
 	}
 	return true
 }

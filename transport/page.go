@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 )
@@ -69,20 +68,10 @@ func (g *Auth) Limit(r *http.Request, principal string) time.Duration {
 // SameSite=Strict, so such a request arrives signed out.
 func PageGuard(hosts map[string]bool, anyHost bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := strings.ToLower(r.Host)
-		if !anyHost && !hosts[host] {
-			http.Error(w, "Forbidden: this server answers only to its loopback address (Host header refused)", http.StatusForbidden)
+		if !hostAndOrigin(w, r, hosts, anyHost) {
 			return
 		}
 		origins := r.Header.Values("Origin")
-		for _, origin := range origins {
-			u, err := url.Parse(origin)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") ||
-				!(hosts[strings.ToLower(u.Host)] || anyHost && strings.EqualFold(u.Host, host)) {
-				http.Error(w, "Forbidden: cross-origin requests are refused", http.StatusForbidden)
-				return
-			}
-		}
 		get := r.Method == http.MethodGet || r.Method == http.MethodHead
 		if !get && r.Method != http.MethodPost {
 			w.Header().Set("Allow", "GET, HEAD, POST")
