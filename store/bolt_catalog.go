@@ -324,6 +324,11 @@ func (c *boltCat) AddRevision(r RevisionRecord) error {
 	if r.Number != last+1 {
 		return errOutOfOrder(r.Number, last)
 	}
+	return c.putRevision(r)
+}
+
+// putRevision stores a revision record whose number its caller has checked.
+func (c *boltCat) putRevision(r RevisionRecord) error {
 	bk, err := c.wbucket(bucketRevs)
 	if err != nil {
 		return err

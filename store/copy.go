@@ -110,11 +110,7 @@ func (c *boltCat) LoadRevision(r RevisionRecord) error {
 	if r.Number <= last {
 		return errOutOfOrder(r.Number, last)
 	}
-	bk, err := c.wbucket(bucketRevs)
-	if err != nil {
-		return err
-	}
-	return putJSON(bk, be64(r.Number), r)
+	return c.putRevision(r)
 }
 
 func (c *boltCat) RaiseID(id uint64) error {
@@ -217,14 +213,7 @@ func (c *pgCat) LoadRevision(r RevisionRecord) error {
 	if r.Number <= c.last {
 		return errOutOfOrder(r.Number, c.last)
 	}
-	raw, err := sealJSON(r)
-	if err != nil {
-		return err
-	}
-	c.queue("INSERT INTO strata_revs (db, n, rec) VALUES ($1, $2, $3)", c.d.id, int64(r.Number), raw)
-	c.last = r.Number
-	c.dRevBytes += int64(len(raw))
-	return nil
+	return c.putRevision(r)
 }
 
 func (c *pgCat) RaiseID(id uint64) error {

@@ -765,6 +765,11 @@ func (c *pgCat) AddRevision(r RevisionRecord) error {
 	if r.Number != c.last+1 {
 		return errOutOfOrder(r.Number, c.last)
 	}
+	return c.putRevision(r)
+}
+
+// putRevision queues the insert of a revision record whose number its caller has checked.
+func (c *pgCat) putRevision(r RevisionRecord) error {
 	raw, err := sealJSON(r)
 	if err != nil {
 		return err
