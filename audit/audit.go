@@ -214,15 +214,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 }
 
 // ComputeHash is the hash a record should carry: hex SHA-256 of its canonical JSON with Hash set to "".
-func ComputeHash(r Record) (string, error) {
-	r.Hash = ""
-	b, err := r.MarshalJSON()
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
-}
+func ComputeHash(r Record) (string, error) { return hashWith(r, nil) }
 
 // Digest is the args_digest of a call's raw argument bytes: "sha256:" and the hex SHA-256.
 func Digest(raw []byte) string {

@@ -85,23 +85,22 @@ func (k *Key) ID() string { return k.id }
 
 // Hash is the hash a keyed record should carry: hex HMAC-SHA256 with the key of its canonical JSON with Hash set
 // to "" (key_id included, so that it cannot be taken off).
-func (k *Key) Hash(r Record) (string, error) {
+func (k *Key) Hash(r Record) (string, error) { return hashWith(r, k) }
+
+// hashWith is the hash of r under key (nil: unkeyed, ComputeHash): SHA-256, or HMAC-SHA256 with the key, of its
+// canonical JSON with Hash set to "".
+func hashWith(r Record, key *Key) (string, error) {
 	r.Hash = ""
 	b, err := r.MarshalJSON()
 	if err != nil {
 		return "", err
 	}
-	m := hmac.New(sha256.New, k.secret)
-	m.Write(b)
-	return hex.EncodeToString(m.Sum(nil)), nil
-}
-
-// hashWith is the hash of r under key (nil: unkeyed, ComputeHash).
-func hashWith(r Record, key *Key) (string, error) {
-	if key == nil {
-		return ComputeHash(r)
+	h := sha256.New()
+	if key != nil {
+		h = hmac.New(sha256.New, key.secret)
 	}
-	return key.Hash(r)
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // KeyError is what Verify, Append and Check report about a keyed chain they cannot check or extend: no key was
