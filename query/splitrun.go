@@ -754,12 +754,7 @@ func (run *splitRun) runGojq(ctx context.Context, code *gojq.Code, elems []revis
 			err = errGiveUp // the plain run reports the panic its own way
 		}
 	}()
-	it := code.RunWithContext(ctx, in, run.values...)
-	for {
-		v, ok := it.Next()
-		if !ok {
-			return nil
-		}
+	for v := range outputs(ctx, code, in, run.values) {
 		if e, isErr := v.(error); isErr {
 			var halt *gojq.HaltError
 			if errors.As(e, &halt) {
@@ -782,6 +777,7 @@ func (run *splitRun) runGojq(ctx context.Context, code *gojq.Code, elems []revis
 			return err
 		}
 	}
+	return nil
 }
 
 // estimate is a rough count of the heap a value holds, stopping once it passes max. Shared parts count once per
