@@ -203,6 +203,12 @@ func openMCP(ctx context.Context, g *globalOptions, f *mcpFlags, stderr io.Write
 	budget := int64(f.cacheMiB) << 20
 	b := &mcpBackend{settings: settings, logger: logger, logSink: sink, jsonLog: jsonLog, nodes: revision.NewNodeCache(budget / 4),
 		valueMax: budget - budget/4}
+	opened := false
+	defer func() {
+		if !opened {
+			b.close() // what was opened before the failure
+		}
+	}()
 	if b.tracer, b.stopTracing, err = tracing(ctx, g.env.getenv); err != nil {
 		return nil, err
 	}
@@ -219,31 +225,22 @@ func openMCP(ctx context.Context, g *globalOptions, f *mcpFlags, stderr io.Write
 			o.Postgres.OnRoundTrip = func(d time.Duration) { m.pgRoundTrips.Observe(d.Seconds()) }
 		}
 	}); err != nil {
-		b.stopTracing(context.Background())
 		return nil, err
 	}
 	// The engine's workers are re-executions of this binary (main calls query.WorkerMain).
 	if b.engine, err = query.New(query.Options{MaxConcurrent: settings.MaxConcurrentQueries, CacheBytes: b.valueMax}); err != nil {
-		b.dir.Close()
-		b.stopTracing(context.Background())
 		return nil, err
 	}
 	// Every call is audited; a server that cannot keep the log does not start.
 	if b.audit, err = g.openAudit(context.Background(), b.dir, func(err error) { logger.Warn("audit log", "err", err) }); err != nil {
-		b.engine.Close()
-		b.dir.Close()
-		b.stopTracing(context.Background())
 		return nil, err
 	}
 	if b.gate, err = gate.New(b.dir, &gate.Options{Engine: b.engine, Audit: b.audit, Logger: logger}); err != nil {
-		b.audit.Close()
-		b.engine.Close()
-		b.dir.Close()
-		b.stopTracing(context.Background())
 		return nil, err
 	}
 	b.servers = map[string]*principalServer{}
 	b.requests = newRequestLog(logger, sink)
+	opened = true
 	return b, nil
 }
 
@@ -295,20 +292,32 @@ func (b *mcpBackend) serverOf(principal string) *mcpsdk.Server {
 	return ps.srv
 }
 
+// close closes what the backend holds; openMCP calls it too on what it opened before failing.
 func (b *mcpBackend) close() error {
-	b.gate.Close()
-	b.engine.Close()
+	if b.gate != nil {
+		b.gate.Close()
+	}
+	if b.engine != nil {
+		b.engine.Close()
+	}
 	if b.refusals != nil {
 		if err := b.refusals.Close(); err != nil {
 			b.logger.Error("audit log", "err", err)
 		}
 	}
-	b.audit.Close()
-	err := b.dir.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if terr := b.stopTracing(ctx); terr != nil {
-		b.logger.Warn("OpenTelemetry: spans could not be exported before stopping", "cause", terr)
+	if b.audit != nil {
+		b.audit.Close()
+	}
+	var err error
+	if b.dir != nil {
+		err = b.dir.Close()
+	}
+	if b.stopTracing != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if terr := b.stopTracing(ctx); terr != nil {
+			b.logger.Warn("OpenTelemetry: spans could not be exported before stopping", "cause", terr)
+		}
 	}
 	b.requests.Close()
 	return err
