@@ -20,9 +20,12 @@ type Forest struct {
 	cache *nodeCache
 }
 
+// DefaultCacheBytes is the decoded-node cache's size when none is given (Options.CacheBytes 0).
+const DefaultCacheBytes = 256 << 20
+
 // Options configures a Forest. The zero value gives sensible defaults.
 type Options struct {
-	// CacheBytes bounds the decoded-node cache. Zero means 256 MiB; negative disables the cache.
+	// CacheBytes bounds the decoded-node cache. Zero means DefaultCacheBytes; negative disables the cache.
 	CacheBytes int64
 	// Cache, when set, is the decoded-node cache, shared with other forests (CacheBytes is then ignored).
 	Cache *NodeCache
@@ -38,7 +41,7 @@ func New(ns store.NodeStore, opts *Options) *Forest {
 		return &Forest{ns: ns, cache: o.Cache}
 	}
 	if o.CacheBytes == 0 {
-		o.CacheBytes = 256 << 20
+		o.CacheBytes = DefaultCacheBytes
 	}
 	return &Forest{ns: ns, cache: newNodeCache(o.CacheBytes)}
 }

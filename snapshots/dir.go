@@ -15,8 +15,9 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// DefaultCacheBytes is the size of a directory's shared cache of decoded nodes (DirOptions.CacheBytes).
-const DefaultCacheBytes = 256 << 20
+// DefaultCacheBytes is the size of a directory's shared cache of decoded nodes (DirOptions.CacheBytes): a
+// Forest's default.
+const DefaultCacheBytes = revision.DefaultCacheBytes
 
 // Ext is the file extension of a database in a data directory.
 const Ext = ".strata"
