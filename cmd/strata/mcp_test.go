@@ -11,26 +11,43 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestMCPOverStdio runs `strata mcp --writes branches` through the CLI entry point and talks to it with the go-sdk
-// client over pipes, as an agent's client would over a subprocess's stdin and stdout.
-func TestMCPOverStdio(t *testing.T) {
-	s := newSession(t, false, nil)
-	s.setup()
+// stdioMCP runs `strata mcp ARGS` on s's data directory through the CLI entry point and connects the go-sdk client
+// (named client, version 1) to it over pipes, as an agent's client does over a subprocess's stdin and stdout. stop ends the session, waits for
+// the server, fails t unless it exited 0, and returns what it wrote to stderr.
+func (s *session) stdioMCP(t *testing.T, ctx context.Context, client string, args ...string) (cs *mcpsdk.ClientSession, stop func() string) {
+	t.Helper()
 	clientIn, serverOut := io.Pipe()
 	serverIn, clientOut := io.Pipe()
 	done := make(chan int, 1)
 	var stderr strings.Builder
 	go func() {
-		done <- runIn(s.e, []string{"--data", s.data, "mcp", "--writes", "branches"}, serverIn, serverOut, &stderr)
+		done <- runIn(s.e, append([]string{"--data", s.data, "mcp"}, args...), serverIn, serverOut, &stderr)
 		serverOut.Close()
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcpsdk.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
+	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: client, Version: "1"}, nil).Connect(ctx,
+		&mcpsdk.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cs, func() string {
+		t.Helper()
+		cs.Close()
+		clientOut.Close()
+		if code := <-done; code != 0 {
+			t.Fatalf("strata mcp exited %d: %s", code, stderr.String())
+		}
+		return stderr.String()
+	}
+}
+
+// TestMCPOverStdio runs `strata mcp --writes branches` through the CLI entry point and talks to it with the go-sdk
+// client over pipes, as an agent's client would over a subprocess's stdin and stdout.
+func TestMCPOverStdio(t *testing.T) {
+	s := newSession(t, false, nil)
+	s.setup()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, stop := s.stdioMCP(t, ctx, "test", "--writes", "branches")
 	names := toolNames(t, ctx, cs)
 	if !names["read"] || !names["create_branch"] || !names["put"] {
 		t.Fatalf("tools: %v", names)
@@ -57,11 +74,7 @@ func TestMCPOverStdio(t *testing.T) {
 	if r := call("update", `{"database":"shop","resource":"doc","path":"/a","value":1}`); !strings.HasPrefix(text(r), "CONFIRMATION_REQUIRED") && !strings.Contains(text(r), `"confirmation_required":true`) {
 		t.Fatalf("a write to main must need confirmation: %s", text(r))
 	}
-	cs.Close()
-	clientOut.Close()
-	if code := <-done; code != 0 {
-		t.Fatalf("strata mcp exited %d: %s", code, stderr.String())
-	}
+	stop()
 	// The person at the terminal sees the agent's change on its branch, exact, and main untouched.
 	if got := s.must("", "get", "shop", "doc/a", "--at", "agent-work"); got != "12345678901234567891\n" {
 		t.Fatalf("branch value %q", got)

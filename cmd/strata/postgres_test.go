@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -109,21 +108,9 @@ func TestPostgresLocationMessages(t *testing.T) {
 func TestPostgresMCPAndAudit(t *testing.T) {
 	s, _ := pgSession(t)
 	s.setup()
-	clientIn, serverOut := io.Pipe()
-	serverIn, clientOut := io.Pipe()
-	done := make(chan int, 1)
-	var stderr strings.Builder
-	go func() {
-		done <- runIn(s.e, []string{"--data", s.data, "mcp", "--writes", "branches"}, serverIn, serverOut, &stderr)
-		serverOut.Close()
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "pg-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcpsdk.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, stop := s.stdioMCP(t, ctx, "pg-test", "--writes", "branches")
 	call := func(name, args string) string {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
@@ -137,13 +124,8 @@ func TestPostgresMCPAndAudit(t *testing.T) {
 	}
 	call("create_branch", `{"database":"shop","name":"agent-work"}`)
 	call("update", `{"database":"shop","resource":"doc","path":"/a","value":7,"branch":"agent-work"}`)
-	cs.Close()
-	clientOut.Close()
-	if code := <-done; code != 0 {
-		t.Fatalf("strata mcp exited %d: %s", code, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "serving postgres://") || strings.Contains(stderr.String(), "pg-Secret") {
-		t.Errorf("strata mcp's banner: %q", stderr.String())
+	if stderr := stop(); !strings.Contains(stderr, "serving postgres://") || strings.Contains(stderr, "pg-Secret") {
+		t.Errorf("strata mcp's banner: %q", stderr)
 	}
 	if got := s.must("", "get", "shop", "doc/a", "--at", "agent-work"); got != "7\n" {
 		t.Fatalf("the agent's write: %q", got)
