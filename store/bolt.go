@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,8 +30,11 @@ var (
 	metaCreated = []byte("created")       // creation time, RFC 3339 with nanoseconds, UTC
 )
 
-// BoltFormat is the file format version this build reads and writes, recorded under strata-format in the meta bucket.
-const BoltFormat = "1"
+// BoltFormat is the file format version this build writes, recorded under strata-format in the meta bucket. It
+// reads format 1 too (nodes keyed by hash in one B+tree; see bolt_nodes.go), and keeps writing such files in format 1.
+const BoltFormat = "2"
+
+const boltFormat1 = "1"
 
 const (
 	defaultInitialMmapSize = 64 << 20
@@ -91,6 +95,13 @@ type BoltOptions struct {
 	// when it reopens a file this process has already walked: the walk reads the whole file.
 	skipTreeWalk bool
 
+	// index, when set, is the node index of an earlier open of this file (Shared reopens it often): only the chunks
+	// added since are loaded.
+	index *nodeIndex
+
+	// format1 creates a new file in format 1 (tests of the format-1 code paths; see export_test.go).
+	format1 bool
+
 	// openFile replaces os.OpenFile for the bbolt file; tests use it to reach the *os.File (see export_test.go).
 	openFile func(string, int, os.FileMode) (*os.File, error)
 }
@@ -110,6 +121,10 @@ type Bolt struct {
 	revs   revCache // decoded revision records (see revCache)
 	// onCommit is BoltOptions.OnCommit.
 	onCommit func(CommitStats)
+	// index maps the nodes of a format-2 file to their chunks; nil for format 1. wmu is held by every write
+	// transaction until the index has taken its changes, so that the next one sees them.
+	index *nodeIndex
+	wmu   sync.Mutex
 }
 
 var _ NodeStore = (*Bolt)(nil)
@@ -176,7 +191,7 @@ func OpenBolt(path string, opts *BoltOptions) (b *Bolt, err error) {
 	// growth (one per transaction at most), and leave the file at most 2 MiB larger than its pages.
 	db.AllocSize = allocStep
 	b = &Bolt{db: db, file: opened, path: path, onCommit: o.OnCommit}
-	if err := b.init(); err != nil {
+	if err := b.init(&o); err != nil {
 		_ = b.Close()
 		return nil, err
 	}
@@ -208,9 +223,11 @@ func lockedError(path string, timeout time.Duration) error {
 		"released: stop the other strata process, or use another file", ErrLocked, path, timeout)
 }
 
-// init checks the meta bucket of an existing file, or creates the buckets of a new one.
-func (b *Bolt) init() error {
+// init checks the meta bucket of an existing file, or creates the buckets of a new one, and loads the node index of a
+// format-2 file.
+func (b *Bolt) init(o *BoltOptions) error {
 	state := "new"
+	format := ""
 	err := b.view(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -223,56 +240,97 @@ func (b *Bolt) init() error {
 			return nil
 		}
 		state = "existing"
-		return checkMeta(b.path, meta, tx.Bucket(bucketNodes) != nil)
+		var err error
+		format, err = checkMeta(b.path, tx)
+		return err
 	})
-	if err != nil || state == "existing" {
+	if err != nil {
 		return err
 	}
+	if state == "new" {
+		if format, err = b.create(o.format1); err != nil {
+			return err
+		}
+	}
+	if format == boltFormat1 {
+		return nil
+	}
+	b.index = o.index
+	if b.index == nil {
+		b.index = &nodeIndex{}
+	}
+	return b.view(func(tx *bolt.Tx) error { return b.index.load(tx, b.path) })
+}
 
-	// A new database (or a bbolt file left empty by a crash during creation): create the buckets and record the
-	// format, in one transaction.
-	err = b.update(context.Background(), func(tx *bolt.Tx) error {
+// create makes the buckets of a new database (or of a bbolt file left empty by a crash during creation) and records
+// its format, in one transaction.
+func (b *Bolt) create(format1 bool) (string, error) {
+	format := BoltFormat
+	if format1 {
+		format = boltFormat1
+	}
+	err := b.update(context.Background(), func(tx *bolt.Tx, _ *nodeTx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil { // someone got there first; impossible under the file lock
-			return checkMeta(b.path, meta, tx.Bucket(bucketNodes) != nil)
+			var err error
+			format, err = checkMeta(b.path, tx)
+			return err
 		}
 		meta, err := tx.CreateBucket(bucketMeta)
 		if err != nil {
 			return err
 		}
-		if err := meta.Put(metaFormat, []byte(BoltFormat)); err != nil {
+		if err := meta.Put(metaFormat, []byte(format)); err != nil {
 			return err
 		}
 		if err := meta.Put(metaCreated, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 			return err
 		}
-		// The nodes bucket keeps the default FillPercent (0.5) for ordinary commits: its keys are SHA-256
-		// hashes, so inserts land uniformly across the key space. Bulk puts fill their pages (see bulkFill).
-		_, err = tx.CreateBucket(bucketNodes)
-		return err
+		buckets := [][]byte{bucketChunks, bucketChunkIdx}
+		if format1 {
+			// The nodes bucket keeps the default FillPercent (0.5) for ordinary commits: its keys are SHA-256
+			// hashes, so inserts land uniformly across the key space. Bulk puts fill their pages (see bulkFill).
+			buckets = [][]byte{bucketNodes}
+		}
+		for _, name := range buckets {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("creating the database in %s: %w", b.path, err)
+		return "", fmt.Errorf("creating the database in %s: %w", b.path, err)
 	}
 	// Make the new file's directory entry durable too.
 	syncDir(filepath.Dir(b.path))
-	return nil
+	return format, nil
 }
 
 var errStop = errors.New("stop")
 
-func checkMeta(path string, meta *bolt.Bucket, hasNodes bool) error {
-	v := meta.Get(metaFormat)
+// checkMeta checks the meta bucket and the node buckets of an existing file and returns its format.
+func checkMeta(path string, tx *bolt.Tx) (string, error) {
+	v := tx.Bucket(bucketMeta).Get(metaFormat)
+	var need [][]byte
 	switch {
 	case v == nil:
-		return fmt.Errorf("%w: %s has a meta bucket but no %s: it is not a strata database (check the path)",
+		return "", fmt.Errorf("%w: %s has a meta bucket but no %s: it is not a strata database (check the path)",
 			ErrBadFile, path, metaFormat)
-	case !bytes.Equal(v, []byte(BoltFormat)):
-		return fmt.Errorf("%w: %s is strata format %q, and this build reads format %s: use a strata build that "+
-			"supports format %q", ErrFormat, path, printable(v), BoltFormat, printable(v))
-	case !hasNodes:
-		return fmt.Errorf("%w: %s has no %s bucket: the file is damaged; restore it from a backup", ErrBadFile, path, bucketNodes)
+	case bytes.Equal(v, []byte(BoltFormat)):
+		need = [][]byte{bucketChunks, bucketChunkIdx}
+	case bytes.Equal(v, []byte(boltFormat1)):
+		need = [][]byte{bucketNodes}
+	default:
+		return "", fmt.Errorf("%w: %s is strata format %q, and this build reads formats %s and %s: use a strata build "+
+			"that supports format %q", ErrFormat, path, printable(v), boltFormat1, BoltFormat, printable(v))
 	}
-	return nil
+	for _, name := range need {
+		if tx.Bucket(name) == nil {
+			return "", fmt.Errorf("%w: %s has no %s bucket: the file is damaged; restore it from a backup", ErrBadFile,
+				path, name)
+		}
+	}
+	return string(v), nil
 }
 
 // printable quotes at most 32 bytes of a stored value for an error message.
@@ -366,9 +424,16 @@ var errNoCommit = errors.New("nothing to commit")
 
 // update runs fn in a write transaction and commits it durably. An error from fn or a canceled ctx rolls back
 // with no effect; a failed commit stops the store (ErrFailStop).
-func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx) error) (err error) {
+//
+// fn is given the transaction's view of the nodes of a format-2 file (nil for format 1); the index takes its changes
+// once the commit has succeeded.
+func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (err error) {
 	if err := b.usable(); err != nil {
 		return err
+	}
+	if b.index != nil {
+		b.wmu.Lock()
+		defer b.wmu.Unlock()
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var tx *bolt.Tx
@@ -387,7 +452,8 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx) error) (err error) 
 	if err != nil {
 		return b.beginErr(err)
 	}
-	if err := fn(tx); err != nil {
+	nt := b.nodeTx(tx)
+	if err := fn(tx, nt); err != nil {
 		if errors.Is(err, errNoCommit) {
 			return nil
 		}
@@ -411,7 +477,27 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx) error) (err error) 
 	if err != nil {
 		return b.stop(fmt.Errorf("commit failed: %w", err))
 	}
+	if nt != nil {
+		nt.committed()
+	}
 	return nil
+}
+
+// nodeTx returns tx's view of the nodes of a format-2 file, or nil for format 1.
+func (b *Bolt) nodeTx(tx *bolt.Tx) *nodeTx {
+	if b.index == nil {
+		return nil
+	}
+	return &nodeTx{x: b.index, tx: tx}
+}
+
+// nodeGetter returns a function that finds a node's stored form in tx (aliasing its memory), or nil.
+func (b *Bolt) nodeGetter(tx *bolt.Tx) func(Hash) []byte {
+	if nt := b.nodeTx(tx); nt != nil {
+		return nt.get
+	}
+	bk := tx.Bucket(bucketNodes)
+	return func(h Hash) []byte { return bk.Get(h[:]) }
 }
 
 // fault stops the store after a panic or memory fault inside bbolt. lockHeld says bbolt may still hold internal
@@ -445,14 +531,14 @@ func (b *Bolt) GetNodes(ctx context.Context, hashes []Hash) ([][]byte, error) {
 	ends := make([]int, len(hashes))
 	var arena []byte
 	err := b.view(func(tx *bolt.Tx) error {
-		nodes := tx.Bucket(bucketNodes)
+		get := b.nodeGetter(tx)
 		for i, h := range hashes {
 			if i%64 == 63 {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
 			}
-			v := nodes.Get(h[:])
+			v := get(h)
 			if v == nil {
 				return &MissingError{Hash: h}
 			}
@@ -499,9 +585,9 @@ func (b *Bolt) PutNodes(ctx context.Context, nodes []Node) (PutStats, error) {
 		return PutStats{}, err
 	}
 	var st PutStats
-	err = b.update(ctx, func(tx *bolt.Tx) error {
+	err = b.update(ctx, func(tx *bolt.Tx, nt *nodeTx) error {
 		var err error
-		if st, err = putEncoded(tx.Bucket(bucketNodes), nodes, stored); err != nil {
+		if st, err = putNodes(tx, nt, nodes, stored); err != nil {
 			return err
 		}
 		if st.Nodes == 0 {
@@ -533,6 +619,14 @@ func encodeNodes(ctx context.Context, nodes []Node) ([][]byte, error) {
 		}
 	}
 	return stored, nil
+}
+
+// putNodes stores each node not already present: in chunks (format 2, nt set) or by hash (format 1).
+func putNodes(tx *bolt.Tx, nt *nodeTx, nodes []Node, stored [][]byte) (PutStats, error) {
+	if nt != nil {
+		return nt.put(nodes, stored)
+	}
+	return putEncoded(tx.Bucket(bucketNodes), nodes, stored)
 }
 
 // putEncoded stores each node not already present in the nodes bucket and counts what it added. The bucket's
@@ -612,7 +706,11 @@ type BoltStats struct {
 func (b *Bolt) Stats() (BoltStats, error) {
 	var st BoltStats
 	err := b.view(func(tx *bolt.Tx) error {
-		st.Nodes = int64(tx.Bucket(bucketNodes).Sequence())
+		if b.index != nil {
+			st.Nodes = int64(b.index.len())
+		} else {
+			st.Nodes = int64(tx.Bucket(bucketNodes).Sequence())
+		}
 		st.UsedBytes = tx.Size()
 		return nil
 	})

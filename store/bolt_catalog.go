@@ -33,8 +33,8 @@ func (b *Bolt) View(ctx context.Context, fn func(CatalogReader) error) error {
 
 // Update implements Backend: fn's writes, nodes included, commit in one durable bbolt transaction, or not at all.
 func (b *Bolt) Update(ctx context.Context, fn func(CatalogTx) error) error {
-	return b.update(ctx, func(tx *bolt.Tx) error {
-		c := &boltCat{tx: tx, b: b}
+	return b.update(ctx, func(tx *bolt.Tx, nt *nodeTx) error {
+		c := &boltCat{tx: tx, b: b, nt: nt}
 		if err := fn(c); err != nil {
 			return err
 		}
@@ -50,6 +50,7 @@ var _ Backend = (*Bolt)(nil)
 type boltCat struct {
 	tx    *bolt.Tx
 	b     *Bolt
+	nt    *nodeTx // the nodes of a format-2 file in a write transaction; nil for format 1 or a read
 	wrote bool
 }
 
@@ -309,6 +310,10 @@ func (c *boltCat) PutNodes(nodes []Node) (PutStats, error) {
 	if err != nil {
 		return PutStats{}, err
 	}
+	if c.nt != nil {
+		c.wrote = true
+		return c.nt.put(nodes, stored)
+	}
 	bk, err := c.wbucket(bucketNodes)
 	if err != nil {
 		return PutStats{}, err
@@ -417,6 +422,13 @@ func (c *boltCat) NextID() (uint64, error) {
 }
 
 func (c *boltCat) DeleteNodes(hs []Hash) (int, int64, error) {
+	if c.nt != nil {
+		if len(hs) == 0 {
+			return 0, 0, nil
+		}
+		c.wrote = true
+		return c.nt.remove(hs)
+	}
 	bk := c.bucket(bucketNodes)
 	if bk == nil || len(hs) == 0 {
 		return 0, 0, nil
@@ -457,6 +469,12 @@ func (b *Bolt) NodeHashes(ctx context.Context, after *Hash, limit int) ([]Hash, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	if b.index != nil {
+		return b.index.hashes(after, limit), nil
+	}
 	var out []Hash
 	err := b.view(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(bucketNodes)
@@ -486,13 +504,13 @@ func (b *Bolt) NodeHashes(ctx context.Context, after *Hash, limit int) ([]Hash, 
 var _ NodeLister = (*Bolt)(nil)
 
 func (c *boltCat) GetNodes(hs []Hash) ([][]byte, error) {
-	bk := c.bucket(bucketNodes)
+	get := c.b.nodeGetter(c.tx)
+	if c.nt != nil {
+		get = c.nt.get // with this transaction's own writes
+	}
 	out := make([][]byte, len(hs))
 	for i, h := range hs {
-		var v []byte
-		if bk != nil {
-			v = bk.Get(h[:])
-		}
+		v := get(h)
 		if v == nil {
 			return nil, &MissingError{Hash: h}
 		}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +35,27 @@ func openBolt(t testing.TB, path string, opts *store.BoltOptions) *store.Bolt {
 func TestBoltConformance(t *testing.T) {
 	storetest.TestNodeStore(t, func(t *testing.T) store.NodeStore {
 		return openBolt(t, filepath.Join(t.TempDir(), "db.strata"), nil)
+	})
+}
+
+// format1 returns options that create files in format 1 (nodes keyed by hash), which this build still reads and
+// writes: every file earlier builds made is one.
+func format1() *store.BoltOptions {
+	var o store.BoltOptions
+	store.SetBoltFormat1(&o)
+	return &o
+}
+
+func TestBoltFormat1Conformance(t *testing.T) {
+	t.Run("nodes", func(t *testing.T) {
+		storetest.TestNodeStore(t, func(t *testing.T) store.NodeStore {
+			return openBolt(t, filepath.Join(t.TempDir(), "db.strata"), format1())
+		})
+	})
+	t.Run("backend", func(t *testing.T) {
+		storetest.TestBackend(t, func(t *testing.T) store.Backend {
+			return openBolt(t, filepath.Join(t.TempDir(), "db.strata"), format1())
+		})
 	})
 }
 
@@ -101,8 +124,13 @@ func TestBoltContextCanceled(t *testing.T) {
 }
 
 func TestBoltReopen(t *testing.T) {
+	t.Run("format 2", func(t *testing.T) { testBoltReopen(t, nil) })
+	t.Run("format 1", func(t *testing.T) { testBoltReopen(t, format1()) })
+}
+
+func testBoltReopen(t *testing.T, opts *store.BoltOptions) {
 	path := filepath.Join(t.TempDir(), "db.strata")
-	b, err := store.OpenBolt(path, nil)
+	b, err := store.OpenBolt(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +237,46 @@ func TestBoltRefusesWrongHash(t *testing.T) {
 
 // A stored value changed behind the store's back is reported as corrupt, never returned.
 func TestBoltDetectsCorruptValue(t *testing.T) {
+	t.Run("format 2", func(t *testing.T) {
+		testBoltDetectsCorruptValue(t, nil, func(tx *bolt.Tx, nodes []store.Node) error {
+			// Both nodes are in chunk 1; node 0 gets node 1's bytes, which hash to node 1's address.
+			key := binary.BigEndian.AppendUint64(nil, 1)
+			idx, chunk := tx.Bucket([]byte("chunkidx")).Get(key), tx.Bucket([]byte("chunks")).Get(key)
+			place := map[store.Hash][2]uint32{}
+			for e := idx; len(e) >= 40; e = e[40:] {
+				place[store.Hash(e[:32])] = [2]uint32{binary.BigEndian.Uint32(e[32:]), binary.BigEndian.Uint32(e[36:])}
+			}
+			p0, p1 := place[nodes[0].Hash], place[nodes[1].Hash]
+			if p0[1] == 0 || p1[1] == 0 {
+				return fmt.Errorf("chunk 1 does not hold both nodes: %v", place)
+			}
+			v := slices.Concat(chunk[:p0[0]], chunk[p1[0]:p1[0]+p1[1]], chunk[p0[0]+p0[1]:])
+			ents := slices.Clone(idx)
+			for e := ents; len(e) >= 40; e = e[40:] {
+				switch store.Hash(e[:32]) {
+				case nodes[0].Hash:
+					binary.BigEndian.PutUint32(e[36:], p1[1])
+				case nodes[1].Hash:
+					binary.BigEndian.PutUint32(e[32:], binary.BigEndian.Uint32(e[32:])+p1[1]-p0[1])
+				}
+			}
+			if err := tx.Bucket([]byte("chunkidx")).Put(key, ents); err != nil {
+				return err
+			}
+			return tx.Bucket([]byte("chunks")).Put(key, v)
+		})
+	})
+	t.Run("format 1", func(t *testing.T) {
+		testBoltDetectsCorruptValue(t, format1(), func(tx *bolt.Tx, nodes []store.Node) error {
+			nb := tx.Bucket([]byte("nodes"))
+			return nb.Put(nodes[0].Hash[:], nb.Get(nodes[1].Hash[:]))
+		})
+	})
+}
+
+func testBoltDetectsCorruptValue(t *testing.T, opts *store.BoltOptions, corrupt func(*bolt.Tx, []store.Node) error) {
 	path := filepath.Join(t.TempDir(), "db")
-	b, err := store.OpenBolt(path, nil)
+	b, err := store.OpenBolt(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,10 +288,7 @@ func TestBoltDetectsCorruptValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		nb := tx.Bucket([]byte("nodes"))
-		return nb.Put(nodes[0].Hash[:], nb.Get(nodes[1].Hash[:]))
-	})
+	err = db.Update(func(tx *bolt.Tx) error { return corrupt(tx, nodes) })
 	db.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -533,17 +596,30 @@ func TestBoltRefusesForeignFiles(t *testing.T) {
 		})
 		refuse(t, path, nil, store.ErrBadFile, "strata-format")
 	})
-	t.Run("format 2", func(t *testing.T) {
-		path := boltFile("format2", func(tx *bolt.Tx) error {
-			for _, name := range []string{"meta", "nodes"} {
+	t.Run("format 3", func(t *testing.T) {
+		path := boltFile("format3", func(tx *bolt.Tx) error {
+			for _, name := range []string{"meta", "chunks", "chunkidx"} {
 				if _, err := tx.CreateBucket([]byte(name)); err != nil {
 					return err
 				}
 			}
-			return tx.Bucket([]byte("meta")).Put([]byte("strata-format"), []byte("2"))
+			return tx.Bucket([]byte("meta")).Put([]byte("strata-format"), []byte("3"))
 		})
-		refuse(t, path, nil, store.ErrFormat, `format "2"`, "format 1")
+		refuse(t, path, nil, store.ErrFormat, `format "3"`, "formats 1 and 2")
 	})
+	for format, buckets := range map[string][]string{"1": {"meta"}, "2": {"meta", "chunks"}} {
+		t.Run("format "+format+" without its node buckets", func(t *testing.T) {
+			path := boltFile("nonodes"+format, func(tx *bolt.Tx) error {
+				for _, name := range buckets {
+					if _, err := tx.CreateBucket([]byte(name)); err != nil {
+						return err
+					}
+				}
+				return tx.Bucket([]byte("meta")).Put([]byte("strata-format"), []byte(format))
+			})
+			refuse(t, path, nil, store.ErrBadFile, "bucket", "restore it from a backup")
+		})
+	}
 	t.Run("empty bbolt file", func(t *testing.T) {
 		// A bbolt file with no buckets (a crash during creation) becomes a new database.
 		path := boltFile("nobuckets", func(tx *bolt.Tx) error { return nil })

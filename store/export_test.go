@@ -13,3 +13,7 @@ func ParseBoltMeta(p []byte) (txid uint64, pageSize int, problem string) {
 	m := parseBoltMeta(0, p)
 	return m.txid, int(m.pageSize), m.problem
 }
+
+// SetBoltFormat1 makes OpenBolt create a new file in format 1 (nodes keyed by hash), so that tests can cover the
+// files earlier builds made.
+func SetBoltFormat1(o *BoltOptions) { o.format1 = true }

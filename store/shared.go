@@ -37,6 +37,7 @@ type Shared struct {
 	openedAt time.Time
 	lastUse  time.Time
 	walked   bool
+	index    *nodeIndex // the node index, kept across reopens: a reopen loads only the chunks added since
 	closed   bool
 	wait     *os.File
 	opens    int
@@ -134,12 +135,13 @@ func (s *Shared) open() error {
 	o := s.opts.Bolt
 	o.SyncFreelist = true
 	o.skipTreeWalk = s.walked
+	o.index = s.index
 	b, err := OpenBolt(s.path, &o)
 	_ = filelock.Unlock(s.wait)
 	if err != nil {
 		return err
 	}
-	s.b, s.walked, s.openedAt = b, true, time.Now()
+	s.b, s.walked, s.openedAt, s.index = b, true, time.Now(), b.index
 	s.opens++
 	return nil
 }

@@ -1,0 +1,297 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Format 2 keeps nodes in an append-only log inside the bbolt file (docs/storage.md §4). Format 1 kept each node at
+// its SHA-256 address in one B+tree: every new node landed on a random leaf, so a commit of four new nodes rewrote
+// four or more leaf pages and the branch pages above them (more as the tree grew a level), a bulk load split pages
+// all over the tree, and the file held part-full pages for good (2.3–2.5× the stored bytes). In format 2 the nodes
+// one write adds are concatenated into one chunk at the next sequence number, so a commit appends at the right edge
+// of two buckets and its pages are full; the hash → place map lives in memory, loaded from the compact chunk index
+// when the file is opened (40 bytes a node, read in key order).
+var (
+	bucketChunks   = []byte("chunks")   // be64(chunk) → the stored forms of its nodes, concatenated
+	bucketChunkIdx = []byte("chunkidx") // be64(chunk) → per node: hash (32) ‖ be32(offset) ‖ be32(length)
+
+	// metaIndexGen counts the transactions that removed nodes. Another process's index is current if it has loaded
+	// every chunk up to the newest and this number has not moved since: chunks are never rewritten otherwise.
+	metaIndexGen = []byte("index-gen")
+)
+
+const (
+	// maxChunk bounds a chunk's bytes: a bulk write becomes several chunks, so that removing part of one rewrites
+	// at most this much of the index, and reading one node never maps more than this.
+	maxChunk = 256 << 10
+	hashLen  = len(Hash{})
+	idxEntry = hashLen + 8
+)
+
+// loc is where a node's stored form is: bytes [off, off+n) of a chunk.
+type loc struct {
+	chunk  uint64
+	off, n uint32
+}
+
+// nodeIndex maps each node of a format-2 file to its place. It is updated only after a commit succeeds, under the
+// Bolt's writer mutex, so that the next write transaction sees every node the previous ones added.
+type nodeIndex struct {
+	mu   sync.RWMutex
+	m    map[Hash]loc
+	upTo uint64 // every chunk up to this one is loaded
+	gen  uint64 // metaIndexGen when loaded
+}
+
+// load brings the index up to the state of the file in tx: only chunks newer than upTo, unless nodes were removed
+// since (another process collected garbage), in which case it reloads the whole index.
+func (x *nodeIndex) load(tx *bolt.Tx, path string) error {
+	gen := uint64(0)
+	if v := tx.Bucket(bucketMeta).Get(metaIndexGen); len(v) == 8 {
+		gen = binary.BigEndian.Uint64(v)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.m == nil || gen != x.gen {
+		x.m, x.upTo = map[Hash]loc{}, 0
+	}
+	cur := tx.Bucket(bucketChunkIdx).Cursor()
+	for k, v := cur.Seek(be64(x.upTo + 1)); k != nil; k, v = cur.Next() {
+		if len(k) != 8 || len(v)%idxEntry != 0 {
+			return fmt.Errorf("%w: %s: the chunk index has a damaged entry (key %x, %d bytes): restore the file from a "+
+				"backup", ErrBadFile, path, k, len(v))
+		}
+		c := binary.BigEndian.Uint64(k)
+		for e := v; len(e) > 0; e = e[idxEntry:] {
+			x.m[Hash(e[:hashLen])] = loc{chunk: c, off: binary.BigEndian.Uint32(e[hashLen:]),
+				n: binary.BigEndian.Uint32(e[hashLen+4:])}
+		}
+		x.upTo = c
+	}
+	x.gen = gen
+	return nil
+}
+
+func (x *nodeIndex) find(h Hash) (loc, bool) {
+	x.mu.RLock()
+	l, ok := x.m[h]
+	x.mu.RUnlock()
+	return l, ok
+}
+
+func (x *nodeIndex) len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.m)
+}
+
+// hashes returns up to limit addresses greater than after (after nil: from the start), in order.
+func (x *nodeIndex) hashes(after *Hash, limit int) []Hash {
+	x.mu.RLock()
+	out := make([]Hash, 0, min(limit, len(x.m)))
+	var over []Hash
+	for h := range x.m {
+		if after != nil && bytes.Compare(h[:], after[:]) <= 0 {
+			continue
+		}
+		over = append(over, h)
+	}
+	x.mu.RUnlock()
+	slices.SortFunc(over, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
+	return append(out, over[:min(limit, len(over))]...)
+}
+
+// nodeTx is one transaction's view of a format-2 file's nodes: the index, with what the transaction has added and
+// removed on top.
+type nodeTx struct {
+	x   *nodeIndex
+	tx  *bolt.Tx
+	add map[Hash]loc
+	del map[Hash]struct{}
+	gen uint64 // metaIndexGen written by this transaction, if it removed nodes
+}
+
+func (t *nodeTx) lookup(h Hash) (loc, bool) {
+	if l, ok := t.add[h]; ok {
+		return l, true
+	}
+	if _, ok := t.del[h]; ok {
+		return loc{}, false
+	}
+	return t.x.find(h)
+}
+
+// get returns the stored form of node h, aliasing the transaction's memory, or nil if the transaction does not have it.
+func (t *nodeTx) get(h Hash) []byte {
+	l, ok := t.lookup(h)
+	if !ok {
+		return nil
+	}
+	// A read transaction older than the commit that added h does not have its chunk: h is missing in it, as it
+	// would be in format 1.
+	v := t.tx.Bucket(bucketChunks).Get(be64(l.chunk))
+	if end := uint64(l.off) + uint64(l.n); v == nil || end > uint64(len(v)) {
+		return nil
+	}
+	return v[l.off : l.off+l.n]
+}
+
+// put appends every node not already present, in chunks of at most maxChunk bytes.
+func (t *nodeTx) put(nodes []Node, stored [][]byte) (PutStats, error) {
+	chunks, idx := t.tx.Bucket(bucketChunks), t.tx.Bucket(bucketChunkIdx)
+	chunks.FillPercent, idx.FillPercent = 1, 1 // keys only ever grow: full pages never split again
+	var (
+		st   PutStats
+		seq  uint64
+		buf  []byte
+		ents []byte
+	)
+	flush := func() error {
+		if len(ents) == 0 {
+			return nil
+		}
+		// bbolt keeps the slices until the commit: buf and ents are not reused.
+		if err := chunks.Put(be64(seq), buf); err != nil {
+			return err
+		}
+		if err := idx.Put(be64(seq), ents); err != nil {
+			return err
+		}
+		buf, ents = nil, nil
+		return nil
+	}
+	for i, n := range nodes {
+		if _, ok := t.lookup(n.Hash); ok {
+			continue // present, or earlier in this batch
+		}
+		s := stored[i]
+		if len(buf) > 0 && len(buf)+len(s) > maxChunk {
+			if err := flush(); err != nil {
+				return PutStats{}, err
+			}
+		}
+		if len(buf) == 0 {
+			var err error
+			if seq, err = chunks.NextSequence(); err != nil {
+				return PutStats{}, err
+			}
+			buf = make([]byte, 0, min(maxChunk, chunkEstimate(stored[i:])))
+		}
+		l := loc{chunk: seq, off: uint32(len(buf)), n: uint32(len(s))}
+		buf = append(buf, s...)
+		ents = append(ents, n.Hash[:]...)
+		ents = binary.BigEndian.AppendUint32(ents, l.off)
+		ents = binary.BigEndian.AppendUint32(ents, l.n)
+		if t.add == nil {
+			t.add = map[Hash]loc{}
+		}
+		t.add[n.Hash] = l
+		delete(t.del, n.Hash)
+		st.Nodes++
+		st.RawBytes += int64(len(n.Data))
+		st.StoredBytes += int64(len(s))
+	}
+	return st, flush()
+}
+
+// chunkEstimate is the bytes the remaining nodes would take, for a first allocation.
+func chunkEstimate(stored [][]byte) int {
+	n := 0
+	for _, s := range stored {
+		if n += len(s); n >= maxChunk {
+			break
+		}
+	}
+	return n
+}
+
+// remove deletes the nodes present among hs. Each chunk's index entry is rewritten without them, and a chunk none of
+// whose nodes is left is deleted with its entry; the bytes of the others stay in their chunk until it empties
+// (chunks are never moved, so a reader's older transaction keeps finding every node that is still live).
+func (t *nodeTx) remove(hs []Hash) (int, int64, error) {
+	byChunk := map[uint64]map[Hash]struct{}{}
+	n, size := 0, int64(0)
+	for _, h := range hs {
+		l, ok := t.lookup(h)
+		if !ok {
+			continue
+		}
+		if byChunk[l.chunk] == nil {
+			byChunk[l.chunk] = map[Hash]struct{}{}
+		}
+		if _, dup := byChunk[l.chunk][h]; dup {
+			continue
+		}
+		byChunk[l.chunk][h] = struct{}{}
+		n++
+		size += int64(l.n)
+	}
+	if n == 0 {
+		return 0, 0, nil
+	}
+	chunks, idx := t.tx.Bucket(bucketChunks), t.tx.Bucket(bucketChunkIdx)
+	for c, gone := range byChunk {
+		k := be64(c)
+		var keep []byte
+		for e := idx.Get(k); len(e) >= idxEntry; e = e[idxEntry:] {
+			if _, ok := gone[Hash(e[:hashLen])]; !ok {
+				keep = append(keep, e[:idxEntry]...)
+			}
+		}
+		var err error
+		if len(keep) == 0 {
+			if err = idx.Delete(k); err == nil {
+				err = chunks.Delete(k)
+			}
+		} else {
+			err = idx.Put(k, keep)
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		for h := range gone {
+			delete(t.add, h)
+			if t.del == nil {
+				t.del = map[Hash]struct{}{}
+			}
+			t.del[h] = struct{}{}
+		}
+	}
+	if t.gen == 0 {
+		meta := t.tx.Bucket(bucketMeta)
+		gen := uint64(0)
+		if v := meta.Get(metaIndexGen); len(v) == 8 {
+			gen = binary.BigEndian.Uint64(v)
+		}
+		t.gen = gen + 1
+		if err := meta.Put(metaIndexGen, be64(t.gen)); err != nil {
+			return 0, 0, err
+		}
+	}
+	return n, size, nil
+}
+
+// committed applies the transaction to the index once its commit has succeeded.
+func (t *nodeTx) committed() {
+	if len(t.add) == 0 && len(t.del) == 0 {
+		return
+	}
+	t.x.mu.Lock()
+	defer t.x.mu.Unlock()
+	for h := range t.del {
+		delete(t.x.m, h)
+	}
+	for h, l := range t.add {
+		t.x.m[h] = l
+		t.x.upTo = max(t.x.upTo, l.chunk)
+	}
+	if t.gen != 0 {
+		t.x.gen = t.gen
+	}
+}

@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+func indexTestNodes(seed, n int) []Node {
+	out := make([]Node, n)
+	for i := range out {
+		data := fmt.Appendf(nil, `{"seed":%d,"i":%d,"pad":"%0400d"}`, seed, i, i)
+		out[i] = Node{Hash: HashOf(data), Data: data}
+	}
+	return out
+}
+
+// Two Shared handles on one file take turns, as two processes do. Each keeps its node index across reopens: it
+// loads only the chunks the other added, and reloads the whole index once the other has removed nodes, so that it
+// never finds a removed node nor misses an added one.
+func TestSharedIndexFollowsOtherWriters(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "shared.strata")
+	open := func() *Shared {
+		s, err := OpenShared(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	one, two := open(), open()
+	put := func(s *Shared, nodes []Node) {
+		t.Helper()
+		if err := s.Update(ctx, func(tx CatalogTx) error { _, err := tx.PutNodes(nodes); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	has := func(s *Shared, nodes []Node, want bool) {
+		t.Helper()
+		for _, n := range nodes {
+			got, err := s.GetNodes(ctx, []Hash{n.Hash})
+			var miss *MissingError
+			switch {
+			case want && (err != nil || string(got[0]) != string(n.Data)):
+				t.Fatalf("node %s: %v, want its data", n.Hash.Short(), err)
+			case !want && !errors.As(err, &miss):
+				t.Fatalf("node %s: %v, want missing", n.Hash.Short(), err)
+			}
+		}
+	}
+	a, b, c := indexTestNodes(1, 50), indexTestNodes(2, 50), indexTestNodes(3, 50)
+	put(one, a)
+	has(two, a, true)
+	put(two, b)
+	m := one.index.m
+	has(one, b, true)
+	if one.index.m == nil || fmt.Sprintf("%p", one.index.m) != fmt.Sprintf("%p", m) {
+		t.Fatal("a reopen without removals reloaded the whole index")
+	}
+	// two removes half of a and all of b, then adds c.
+	err := two.Update(ctx, func(tx CatalogTx) error {
+		var hs []Hash
+		for _, n := range append(a[:25:25], b...) {
+			hs = append(hs, n.Hash)
+		}
+		k, _, err := tx.DeleteNodes(hs)
+		if err == nil && k != 75 {
+			err = fmt.Errorf("DeleteNodes removed %d, want 75", k)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(two, c)
+	has(one, a[:25], false)
+	has(one, b, false)
+	has(one, a[25:], true)
+	has(one, c, true)
+	list, err := one.NodeHashes(ctx, nil, 1000)
+	if err != nil || len(list) != 75 {
+		t.Fatalf("NodeHashes = %d hashes, %v; want 75", len(list), err)
+	}
+	// Putting a removed node again stores it again.
+	put(one, b[:1])
+	has(two, b[:1], true)
+}
