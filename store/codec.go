@@ -2,6 +2,8 @@ package store
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/klauspost/compress/s2"
 )
@@ -29,13 +31,33 @@ func encodeStored(data []byte) []byte {
 	return out[:1+len(enc)]
 }
 
-// PrepareNodes makes the stored (compressed) form of each node in ns that has none yet. A caller about to hand ns
-// to PutNodes inside a write transaction calls it first, outside, so that the transaction, which holds the writer
-// lock (and a shared file against other processes), does only B+tree work and the commit. It is optional: PutNodes
-// makes whatever is missing.
+// PrepareNodes checks that each node of ns that has no stored form yet hashes to its address, and makes its stored
+// (compressed) form. A caller about to hand ns to PutNodes inside a write transaction calls it first, outside, so
+// that the transaction, which holds the writer lock (and a shared file against other processes), does only B+tree
+// work and the commit. It is optional: PutNodes checks and makes whatever is missing. A node that does not hash to
+// its address is left without, and PutNodes refuses it.
+//
+// Batches of prepareParallel nodes or more are shared among the CPUs: a 1,000,000-element load prepares 22,000
+// nodes (87 MB), 180 ms of hashing and compressing on one core.
 func PrepareNodes(ns []Node) {
+	if len(ns) < prepareParallel || runtime.GOMAXPROCS(0) == 1 {
+		prepare(ns)
+		return
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(ns)/(prepareParallel/2))
+	var wg sync.WaitGroup
+	for w := range workers {
+		part := ns[w*len(ns)/workers : (w+1)*len(ns)/workers]
+		wg.Go(func() { prepare(part) })
+	}
+	wg.Wait()
+}
+
+const prepareParallel = 32
+
+func prepare(ns []Node) {
 	for i := range ns {
-		if ns[i].stored == nil {
+		if ns[i].stored == nil && HashOf(ns[i].Data) == ns[i].Hash {
 			ns[i].stored = encodeStored(ns[i].Data)
 		}
 	}
