@@ -233,6 +233,18 @@ func TestBoltRefusesWrongHash(t *testing.T) {
 		t.Fatalf("PutNodes(wrong hash) = %v, want ErrCorruptNode", err)
 	}
 	mustMiss(t, b, []store.Node{nodes[0], nodes[2]})
+
+	// PrepareNodes checks the hash before it makes a stored form, on one CPU or several: a node it prepared is
+	// not checked again, so one that fails must reach PutNodes unprepared, and be refused there.
+	for _, n := range []int{3, 100} {
+		batch := testNodes(2, n, 100)
+		batch[n/2].Hash = batch[0].Hash
+		store.PrepareNodes(batch)
+		if _, err := b.PutNodes(context.Background(), batch); !errors.Is(err, store.ErrCorruptNode) {
+			t.Fatalf("PutNodes(%d prepared, one with a wrong hash) = %v, want ErrCorruptNode", n, err)
+		}
+		mustMiss(t, b, batch[1:2])
+	}
 }
 
 // A stored value changed behind the store's back is reported as corrupt, never returned.
