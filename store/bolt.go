@@ -437,11 +437,15 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (er
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var tx *bolt.Tx
+	var nt *nodeTx
 	committed := false
 	defer func() {
 		r := recover()
 		if tx != nil && !committed {
 			safeRollback(tx)
+		}
+		if r != nil && committed && nt != nil {
+			nt.failed() // its nodes were published, and the commit did not finish
 		}
 		if r != nil {
 			// A panic inside Commit leaves bbolt's writer lock held, as one inside Begin leaves its meta lock.
@@ -452,7 +456,7 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (er
 	if err != nil {
 		return b.beginErr(err)
 	}
-	nt := b.nodeTx(tx)
+	nt = b.nodeTx(tx)
 	if err := fn(tx, nt); err != nil {
 		if errors.Is(err, errNoCommit) {
 			return nil
@@ -467,6 +471,9 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (er
 	// but which pages reached the disk is unknown (see ErrFailStop). Failures before any write (growing the file
 	// on a full disk) would be safe to retry, but are not told apart from a failed fsync.
 	committed = true
+	if nt != nil {
+		nt.publish()
+	}
 	t0 := time.Now()
 	err = tx.Commit()
 	if b.onCommit != nil {
@@ -475,6 +482,9 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (er
 			Write: st.GetWriteTime(), Failed: err != nil})
 	}
 	if err != nil {
+		if nt != nil {
+			nt.failed()
+		}
 		return b.stop(fmt.Errorf("commit failed: %w", err))
 	}
 	if nt != nil {

@@ -40,13 +40,21 @@ type loc struct {
 	off, n uint32
 }
 
-// nodeIndex maps each node of a format-2 file to its place. It is updated only after a commit succeeds, under the
-// Bolt's writer mutex, so that the next write transaction sees every node the previous ones added.
+// nodeIndex maps each node of a format-2 file to its place. A write transaction's additions enter it just before
+// bbolt commits (a reader sees the commit's heads as soon as its meta page is written, and must then find their
+// nodes; one whose transaction is older does not have the chunk, and finds the node missing, as it should), its
+// removals once the commit has succeeded; all under the Bolt's writer mutex, so that the next write transaction sees
+// every change of the previous ones. A failed commit drops the whole map (the store stops; a reopen reloads it).
 type nodeIndex struct {
 	mu   sync.RWMutex
 	m    map[Hash]loc
 	upTo uint64 // every chunk up to this one is loaded
 	gen  uint64 // metaIndexGen when loaded
+	// sorted is every hash, in order, as of the listing that began last (hashes); adds counts additions, so that a
+	// listing from the start knows whether it must sort again.
+	sorted     []Hash
+	sortedAdds uint64
+	adds       uint64
 }
 
 // load brings the index up to the state of the file in tx: only chunks newer than upTo, unless nodes were removed
@@ -59,8 +67,9 @@ func (x *nodeIndex) load(tx *bolt.Tx, path string) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.m == nil || gen != x.gen {
-		x.m, x.upTo = map[Hash]loc{}, 0
+		x.m, x.upTo, x.sorted = map[Hash]loc{}, 0, nil
 	}
+	x.adds++ // whatever this loads
 	cur := tx.Bucket(bucketChunkIdx).Cursor()
 	for k, v := cur.Seek(be64(x.upTo + 1)); k != nil; k, v = cur.Next() {
 		if len(k) != 8 || len(v)%idxEntry != 0 {
@@ -91,20 +100,38 @@ func (x *nodeIndex) len() int {
 	return len(x.m)
 }
 
-// hashes returns up to limit addresses greater than after (after nil: from the start), in order.
+// hashes returns up to limit addresses greater than after (after nil: from the start), in order. A listing from the
+// start sorts every hash once (unless nothing was added since the last sort); the pages after it are cut from that
+// order, without the hashes removed since. So nodes added after a listing began may be missing from its later pages:
+// garbage collection, which lists its candidates this way, never removes a node it was not given.
 func (x *nodeIndex) hashes(after *Hash, limit int) []Hash {
-	x.mu.RLock()
-	out := make([]Hash, 0, min(limit, len(x.m)))
-	var over []Hash
-	for h := range x.m {
-		if after != nil && bytes.Compare(h[:], after[:]) <= 0 {
-			continue
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.sorted == nil || (after == nil && x.sortedAdds != x.adds) {
+		x.sorted = make([]Hash, 0, len(x.m))
+		for h := range x.m {
+			x.sorted = append(x.sorted, h)
 		}
-		over = append(over, h)
+		slices.SortFunc(x.sorted, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
+		x.sortedAdds = x.adds
 	}
-	x.mu.RUnlock()
-	slices.SortFunc(over, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
-	return append(out, over[:min(limit, len(over))]...)
+	from := 0
+	if after != nil {
+		from, _ = slices.BinarySearchFunc(x.sorted, *after, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
+		if from < len(x.sorted) && x.sorted[from] == *after {
+			from++
+		}
+	}
+	out := make([]Hash, 0, min(limit, len(x.sorted)-from))
+	for _, h := range x.sorted[from:] {
+		if len(out) == limit {
+			break
+		}
+		if _, ok := x.m[h]; ok {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // nodeTx is one transaction's view of a format-2 file's nodes: the index, with what the transaction has added and
@@ -167,8 +194,11 @@ func (t *nodeTx) put(nodes []Node, stored [][]byte) (PutStats, error) {
 		return nil
 	}
 	for i, n := range nodes {
-		if _, ok := t.lookup(n.Hash); ok {
-			continue // present, or earlier in this batch
+		if _, ok := t.add[n.Hash]; ok {
+			continue // earlier in this transaction
+		}
+		if _, ok := t.lookup(n.Hash); ok && t.get(n.Hash) != nil {
+			continue // present (one whose chunk is gone, in a damaged file, is stored again)
 		}
 		s := stored[i]
 		if len(buf) > 0 && len(buf)+len(s) > maxChunk {
@@ -277,9 +307,23 @@ func (t *nodeTx) remove(hs []Hash) (int, int64, error) {
 	return n, size, nil
 }
 
-// committed applies the transaction to the index once its commit has succeeded.
+// publish adds the transaction's new nodes to the index, just before its commit (see nodeIndex).
+func (t *nodeTx) publish() {
+	if len(t.add) == 0 {
+		return
+	}
+	t.x.mu.Lock()
+	defer t.x.mu.Unlock()
+	for h, l := range t.add {
+		t.x.m[h] = l
+		t.x.upTo = max(t.x.upTo, l.chunk)
+	}
+	t.x.adds++
+}
+
+// committed applies the transaction's removals once its commit has succeeded.
 func (t *nodeTx) committed() {
-	if len(t.add) == 0 && len(t.del) == 0 {
+	if len(t.del) == 0 {
 		return
 	}
 	t.x.mu.Lock()
@@ -287,11 +331,15 @@ func (t *nodeTx) committed() {
 	for h := range t.del {
 		delete(t.x.m, h)
 	}
-	for h, l := range t.add {
-		t.x.m[h] = l
-		t.x.upTo = max(t.x.upTo, l.chunk)
-	}
 	if t.gen != 0 {
 		t.x.gen = t.gen
 	}
+}
+
+// failed forgets the whole index after a failed commit: which of its chunks reached the disk is unknown, and the
+// sequence numbers of those that did not will be handed out again. The store stops; a reopen loads the index anew.
+func (t *nodeTx) failed() {
+	t.x.mu.Lock()
+	defer t.x.mu.Unlock()
+	t.x.m, t.x.upTo, t.x.gen, t.x.sorted = nil, 0, 0, nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -87,4 +89,57 @@ func TestSharedIndexFollowsOtherWriters(t *testing.T) {
 	// Putting a removed node again stores it again.
 	put(one, b[:1])
 	has(two, b[:1], true)
+}
+
+// After a failed commit the store stops and Shared reopens the file. The node index it keeps across reopens must
+// not keep the failed transaction's nodes: their chunk numbers are handed out again, so a later put of the same
+// nodes would be taken for present, and a read would find another node's bytes.
+func TestSharedIndexAfterFailedCommit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "fail.strata")
+	var mu sync.Mutex
+	var file *os.File
+	var o SharedOptions
+	o.Bolt.openFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, mode)
+		mu.Lock()
+		file = f
+		mu.Unlock()
+		return f, err
+	}
+	s, err := OpenShared(path, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put := func(nodes []Node) error {
+		return s.Update(ctx, func(tx CatalogTx) error { _, err := tx.PutNodes(nodes); return err })
+	}
+	good, lost, other := indexTestNodes(1, 20), indexTestNodes(2, 20), indexTestNodes(3, 20)
+	if err := put(good); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	file.Close()
+	mu.Unlock()
+	if err := put(lost); !errors.Is(err, ErrFailStop) {
+		t.Fatalf("put with a failing commit = %v, want ErrFailStop", err)
+	}
+	for _, nodes := range [][]Node{other, lost} {
+		// The first call after the failure may still meet the stopped store; the next reopens the file.
+		if err := put(nodes); errors.Is(err, ErrFailStop) {
+			err = put(nodes)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, nodes := range [][]Node{good, other, lost} {
+		for _, n := range nodes {
+			got, err := s.GetNodes(ctx, []Hash{n.Hash})
+			if err != nil || string(got[0]) != string(n.Data) {
+				t.Fatalf("node %s after the failed commit and a reopen: %v", n.Hash.Short(), err)
+			}
+		}
+	}
 }
