@@ -334,3 +334,41 @@ func TestSeedAfterAnotherProcessCommits(t *testing.T) {
 		t.Fatal("removing a member the other process removed succeeded")
 	}
 }
+
+// A write refused inside its transaction (its InTx hook) while another waits behind it: the other lands on what is
+// really durable, and no answer rests on the refused write. (A writer that planned the next group on the state the
+// one in flight would leave had to catch exactly this; see docs/benchmarks.md on pipelining.)
+func TestRefusedWriteDoesNotCarryTheNext(t *testing.T) {
+	ctx := context.Background()
+	be, err := store.OpenBolt(filepath.Join(t.TempDir(), "db"+Ext), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _ := openTest(t, be)
+	base := must(db.Put(ctx, "doc", []byte(`{"a":0,"b":0}`), WriteOptions{}))
+	inTx := make(chan struct{})
+	refused := errors.New("refused inside the transaction")
+	first := make(chan outcome, 1)
+	go func() {
+		res, err := db.Patch(ctx, "doc", patchOp("/a", 1), WriteOptions{InTx: func(store.CatalogTx, store.RevisionRecord) error {
+			close(inTx)
+			time.Sleep(50 * time.Millisecond) // the next request arrives and is planned meanwhile
+			return refused
+		}})
+		first <- outcome{res: res, err: err}
+	}()
+	<-inTx
+	second, err := db.Patch(ctx, "doc", patchOp("/b", 2), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-first; !errors.Is(got.err, refused) {
+		t.Fatalf("the refused write answered %+v, %v", got.res, got.err)
+	}
+	if second.Parent != base.Revision {
+		t.Fatalf("the second write's parent is %d, want %d (the refused write never landed)", second.Parent, base.Revision)
+	}
+	if got := get(t, db, Ref{}, "doc", ""); got != `{"a":0,"b":2}` {
+		t.Fatalf("doc = %s, want {\"a\":0,\"b\":2}", got)
+	}
+}
