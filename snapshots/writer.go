@@ -310,6 +310,7 @@ func (e *inTxError) Error() string { return e.err.Error() }
 type planned struct {
 	r      *request
 	rec    store.RevisionRecord // the new revision, or for a no-op the head it leaves as it is
+	change *revision.Change     // what the request built (nil for a no-op): its nodes are remembered once stored
 	nodes  []store.Node
 	branch store.BranchRecord
 	noop   bool         // the write changes nothing: no revision, but its idempotency key is recorded
@@ -463,6 +464,13 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 			pending = again
 			retries++
 			continue
+		}
+		if err == nil {
+			for _, p := range plans {
+				if p.change != nil {
+					db.forest.Remember(p.change)
+				}
+			}
 		}
 		for _, p := range plans {
 			switch {

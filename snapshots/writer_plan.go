@@ -284,7 +284,7 @@ func (p *planner) one(r *request) {
 	p.branches[b.Name] = b
 	p.revs[p.next] = rec
 	p.dirty[b.Name] = true
-	p.plans = append(p.plans, planned{r: r, rec: rec, nodes: change.Nodes, branch: b, marks: marks})
+	p.plans = append(p.plans, planned{r: r, rec: rec, change: change, nodes: change.Nodes, branch: b, marks: marks})
 	p.keep(r)
 }
 
