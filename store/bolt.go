@@ -434,6 +434,10 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (er
 	if b.index != nil {
 		b.wmu.Lock()
 		defer b.wmu.Unlock()
+		// A commit that failed while this call waited for the lock has stopped the store and dropped the index.
+		if err := b.usable(); err != nil {
+			return err
+		}
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var tx *bolt.Tx
@@ -444,12 +448,12 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (er
 		if tx != nil && !committed {
 			safeRollback(tx)
 		}
-		if r != nil && committed && nt != nil {
-			nt.failed() // its nodes were published, and the commit did not finish
-		}
 		if r != nil {
 			// A panic inside Commit leaves bbolt's writer lock held, as one inside Begin leaves its meta lock.
 			err = b.fault(tx == nil || committed, "writing", r)
+		}
+		if r != nil && committed && nt != nil {
+			nt.failed() // its nodes were published, and the commit did not finish (after the stop: see GetNodes)
 		}
 	}()
 	tx, err = b.db.Begin(true)
@@ -482,10 +486,11 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (er
 			Write: st.GetWriteTime(), Failed: err != nil})
 	}
 	if err != nil {
+		err = b.stop(fmt.Errorf("commit failed: %w", err))
 		if nt != nil {
-			nt.failed()
+			nt.failed() // after the stop, so that a reader that misses a node because of it sees the stop
 		}
-		return b.stop(fmt.Errorf("commit failed: %w", err))
+		return err
 	}
 	if nt != nil {
 		nt.committed()
@@ -498,7 +503,7 @@ func (b *Bolt) nodeTx(tx *bolt.Tx) *nodeTx {
 	if b.index == nil {
 		return nil
 	}
-	return &nodeTx{x: b.index, tx: tx}
+	return &nodeTx{x: b.index, tx: tx, id: uint64(tx.ID())}
 }
 
 // nodeGetter returns a function that finds a node's stored form in tx (aliasing its memory), or nil.
@@ -550,7 +555,7 @@ func (b *Bolt) GetNodes(ctx context.Context, hashes []Hash) ([][]byte, error) {
 			}
 			v := get(h)
 			if v == nil {
-				return &MissingError{Hash: h}
+				return b.missing(h)
 			}
 			arena = append(arena, v...)
 			ends[i] = len(arena)
@@ -572,6 +577,14 @@ func (b *Bolt) GetNodes(ctx context.Context, hashes []Hash) ([][]byte, error) {
 		start = ends[i]
 	}
 	return out, nil
+}
+
+// missing is the error for node h not found: ErrFailStop if a failed commit dropped the index meanwhile.
+func (b *Bolt) missing(h Hash) error {
+	if p := b.failed.Load(); p != nil {
+		return fmt.Errorf("%w: %s: %w", ErrFailStop, b.path, *p)
+	}
+	return &MissingError{Hash: h}
 }
 
 // PutNodes implements NodeWriter: one durable write transaction stores every node not already present. A node whose

@@ -512,7 +512,7 @@ func (c *boltCat) GetNodes(hs []Hash) ([][]byte, error) {
 	for i, h := range hs {
 		v := get(h)
 		if v == nil {
-			return nil, &MissingError{Hash: h}
+			return nil, c.b.missing(h)
 		}
 		data, err := decodeStored(h, v)
 		if err != nil {

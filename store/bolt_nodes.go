@@ -50,6 +50,10 @@ type nodeIndex struct {
 	m    map[Hash]loc
 	upTo uint64 // every chunk up to this one is loaded
 	gen  uint64 // metaIndexGen when loaded
+	// created and txid identify the file state the map follows: a file whose creation time differs, or whose last
+	// transaction is older than the last this map saw (a backup restored over it), is loaded anew.
+	created []byte
+	txid    uint64
 	// sorted is every hash, in order, as of the listing that began last (hashes); adds counts additions, so that a
 	// listing from the start knows whether it must sort again.
 	sorted     []Hash
@@ -64,11 +68,13 @@ func (x *nodeIndex) load(tx *bolt.Tx, path string) error {
 	if v := tx.Bucket(bucketMeta).Get(metaIndexGen); len(v) == 8 {
 		gen = binary.BigEndian.Uint64(v)
 	}
+	created := tx.Bucket(bucketMeta).Get(metaCreated)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.m == nil || gen != x.gen {
+	if x.m == nil || gen != x.gen || !bytes.Equal(created, x.created) || uint64(tx.ID()) < x.txid {
 		x.m, x.upTo, x.sorted = map[Hash]loc{}, 0, nil
 	}
+	x.created, x.txid = bytes.Clone(created), uint64(tx.ID())
 	x.adds++ // whatever this loads
 	cur := tx.Bucket(bucketChunkIdx).Cursor()
 	for k, v := cur.Seek(be64(x.upTo + 1)); k != nil; k, v = cur.Next() {
@@ -101,35 +107,50 @@ func (x *nodeIndex) len() int {
 }
 
 // hashes returns up to limit addresses greater than after (after nil: from the start), in order. A listing from the
-// start sorts every hash once (unless nothing was added since the last sort); the pages after it are cut from that
-// order, without the hashes removed since. So nodes added after a listing began may be missing from its later pages:
-// garbage collection, which lists its candidates this way, never removes a node it was not given.
+// start sorts every hash once (unless nothing was added since the last sort), copying them under the read lock and
+// sorting outside it, so that node reads and commits do not wait for the sort; the pages after it are cut from that
+// order, without the hashes removed since, and the sorted copy is dropped once a page comes back empty. So nodes added after
+// a listing began may be missing from its later pages: garbage collection, which lists its candidates this way,
+// never removes a node it was not given.
 func (x *nodeIndex) hashes(after *Hash, limit int) []Hash {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.sorted == nil || (after == nil && x.sortedAdds != x.adds) {
-		x.sorted = make([]Hash, 0, len(x.m))
+	cmp := func(a, b Hash) int { return bytes.Compare(a[:], b[:]) }
+	x.mu.RLock()
+	sorted, stale := x.sorted, x.sorted == nil || (after == nil && x.sortedAdds != x.adds)
+	if stale {
+		adds := x.adds
+		sorted = make([]Hash, 0, len(x.m))
 		for h := range x.m {
-			x.sorted = append(x.sorted, h)
+			sorted = append(sorted, h)
 		}
-		slices.SortFunc(x.sorted, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
-		x.sortedAdds = x.adds
+		x.mu.RUnlock()
+		slices.SortFunc(sorted, cmp)
+		x.mu.Lock()
+		x.sorted, x.sortedAdds = sorted, adds
+		x.mu.Unlock()
+		x.mu.RLock()
 	}
+	defer x.mu.RUnlock()
 	from := 0
 	if after != nil {
-		from, _ = slices.BinarySearchFunc(x.sorted, *after, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
-		if from < len(x.sorted) && x.sorted[from] == *after {
+		from, _ = slices.BinarySearchFunc(sorted, *after, cmp)
+		if from < len(sorted) && sorted[from] == *after {
 			from++
 		}
 	}
-	out := make([]Hash, 0, min(limit, len(x.sorted)-from))
-	for _, h := range x.sorted[from:] {
-		if len(out) == limit {
-			break
+	out := make([]Hash, 0, min(limit, len(sorted)-from))
+	for i := from; i < len(sorted) && len(out) < limit; i++ {
+		if _, ok := x.m[sorted[i]]; ok {
+			out = append(out, sorted[i])
 		}
-		if _, ok := x.m[h]; ok {
-			out = append(out, h)
+	}
+	if len(out) == 0 {
+		x.mu.RUnlock()
+		x.mu.Lock()
+		if len(x.sorted) > 0 && len(sorted) > 0 && &x.sorted[0] == &sorted[0] {
+			x.sorted = nil // the listing is done: do not keep 32 bytes a node
 		}
+		x.mu.Unlock()
+		x.mu.RLock()
 	}
 	return out
 }
@@ -142,6 +163,7 @@ type nodeTx struct {
 	add map[Hash]loc
 	del map[Hash]struct{}
 	gen uint64 // metaIndexGen written by this transaction, if it removed nodes
+	id  uint64 // the transaction's id (the file's txid once it commits)
 }
 
 func (t *nodeTx) lookup(h Hash) (loc, bool) {
@@ -323,11 +345,12 @@ func (t *nodeTx) publish() {
 
 // committed applies the transaction's removals once its commit has succeeded.
 func (t *nodeTx) committed() {
+	t.x.mu.Lock()
+	defer t.x.mu.Unlock()
+	t.x.txid = max(t.x.txid, t.id) // tx.ID() is -1 once committed
 	if len(t.del) == 0 {
 		return
 	}
-	t.x.mu.Lock()
-	defer t.x.mu.Unlock()
 	for h := range t.del {
 		delete(t.x.m, h)
 	}
