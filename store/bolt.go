@@ -506,9 +506,13 @@ func (b *Bolt) nodeTx(tx *bolt.Tx) *nodeTx {
 	return &nodeTx{x: b.index, tx: tx, id: uint64(tx.ID())}
 }
 
-// nodeGetter returns a function that finds a node's stored form in tx (aliasing its memory), or nil.
-func (b *Bolt) nodeGetter(tx *bolt.Tx) func(Hash) []byte {
-	if nt := b.nodeTx(tx); nt != nil {
+// nodeGetter returns a function that finds a node's stored form in tx (aliasing its memory), or nil: through nt,
+// the write transaction's view with its own writes, if given.
+func (b *Bolt) nodeGetter(tx *bolt.Tx, nt *nodeTx) func(Hash) []byte {
+	if nt == nil {
+		nt = b.nodeTx(tx)
+	}
+	if nt != nil {
 		return nt.get
 	}
 	bk := tx.Bucket(bucketNodes)
@@ -546,7 +550,7 @@ func (b *Bolt) GetNodes(ctx context.Context, hashes []Hash) ([][]byte, error) {
 	ends := make([]int, len(hashes))
 	var arena []byte
 	err := b.view(func(tx *bolt.Tx) error {
-		get := b.nodeGetter(tx)
+		get := b.nodeGetter(tx, nil)
 		for i, h := range hashes {
 			if i%64 == 63 {
 				if err := ctx.Err(); err != nil {

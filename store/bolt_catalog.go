@@ -504,10 +504,7 @@ func (b *Bolt) NodeHashes(ctx context.Context, after *Hash, limit int) ([]Hash, 
 var _ NodeLister = (*Bolt)(nil)
 
 func (c *boltCat) GetNodes(hs []Hash) ([][]byte, error) {
-	get := c.b.nodeGetter(c.tx)
-	if c.nt != nil {
-		get = c.nt.get // with this transaction's own writes
-	}
+	get := c.b.nodeGetter(c.tx, c.nt)
 	out := make([][]byte, len(hs))
 	for i, h := range hs {
 		v := get(h)

@@ -54,20 +54,14 @@ type nodeIndex struct {
 	// transaction is older than the last this map saw (a backup restored over it), is loaded anew.
 	created []byte
 	txid    uint64
-	// sorted is every hash, in order, as of the listing that began last (hashes); adds counts additions, so that a
-	// listing from the start knows whether it must sort again.
-	sorted     []Hash
-	sortedAdds uint64
-	adds       uint64
+	// sorted is every hash, in order, as of the start of the listing in progress (hashes).
+	sorted []Hash
 }
 
 // load brings the index up to the state of the file in tx: only chunks newer than upTo, unless nodes were removed
 // since (another process collected garbage), in which case it reloads the whole index.
 func (x *nodeIndex) load(tx *bolt.Tx, path string) error {
-	gen := uint64(0)
-	if v := tx.Bucket(bucketMeta).Get(metaIndexGen); len(v) == 8 {
-		gen = binary.BigEndian.Uint64(v)
-	}
+	gen := indexGen(tx.Bucket(bucketMeta))
 	created := tx.Bucket(bucketMeta).Get(metaCreated)
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -75,7 +69,6 @@ func (x *nodeIndex) load(tx *bolt.Tx, path string) error {
 		x.m, x.upTo, x.sorted = map[Hash]loc{}, 0, nil
 	}
 	x.created, x.txid = bytes.Clone(created), uint64(tx.ID())
-	x.adds++ // whatever this loads
 	cur := tx.Bucket(bucketChunkIdx).Cursor()
 	for k, v := cur.Seek(be64(x.upTo + 1)); k != nil; k, v = cur.Next() {
 		if len(k) != 8 || len(v)%idxEntry != 0 {
@@ -93,6 +86,14 @@ func (x *nodeIndex) load(tx *bolt.Tx, path string) error {
 	return nil
 }
 
+// indexGen reads metaIndexGen (0 until a transaction has removed nodes).
+func indexGen(meta *bolt.Bucket) uint64 {
+	if v := meta.Get(metaIndexGen); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
 func (x *nodeIndex) find(h Hash) (loc, bool) {
 	x.mu.RLock()
 	l, ok := x.m[h]
@@ -107,29 +108,23 @@ func (x *nodeIndex) len() int {
 }
 
 // hashes returns up to limit addresses greater than after (after nil: from the start), in order. A listing from the
-// start sorts every hash once (unless nothing was added since the last sort), copying them under the read lock and
-// sorting outside it, so that node reads and commits do not wait for the sort; the pages after it are cut from that
-// order, without the hashes removed since, and the sorted copy is dropped once a page comes back empty. So nodes added after
-// a listing began may be missing from its later pages: garbage collection, which lists its candidates this way,
-// never removes a node it was not given.
+// start sorts every hash once, copied under the read lock and sorted outside it, so that node reads and commits do
+// not wait for the sort; its later pages are cut from that order, without the hashes removed since, and the copy is
+// dropped once a page comes back empty. So nodes added after a listing began may be missing from its later pages:
+// garbage collection, which lists its candidates this way, never removes a node it was not given.
 func (x *nodeIndex) hashes(after *Hash, limit int) []Hash {
 	cmp := func(a, b Hash) int { return bytes.Compare(a[:], b[:]) }
 	x.mu.RLock()
-	sorted, stale := x.sorted, x.sorted == nil || (after == nil && x.sortedAdds != x.adds)
-	if stale {
-		adds := x.adds
+	sorted := x.sorted
+	if after == nil || sorted == nil {
 		sorted = make([]Hash, 0, len(x.m))
 		for h := range x.m {
 			sorted = append(sorted, h)
 		}
 		x.mu.RUnlock()
 		slices.SortFunc(sorted, cmp)
-		x.mu.Lock()
-		x.sorted, x.sortedAdds = sorted, adds
-		x.mu.Unlock()
 		x.mu.RLock()
 	}
-	defer x.mu.RUnlock()
 	from := 0
 	if after != nil {
 		from, _ = slices.BinarySearchFunc(sorted, *after, cmp)
@@ -143,15 +138,13 @@ func (x *nodeIndex) hashes(after *Hash, limit int) []Hash {
 			out = append(out, sorted[i])
 		}
 	}
+	x.mu.RUnlock()
+	x.mu.Lock()
+	x.sorted = sorted
 	if len(out) == 0 {
-		x.mu.RUnlock()
-		x.mu.Lock()
-		if len(x.sorted) > 0 && len(sorted) > 0 && &x.sorted[0] == &sorted[0] {
-			x.sorted = nil // the listing is done: do not keep 32 bytes a node
-		}
-		x.mu.Unlock()
-		x.mu.RLock()
+		x.sorted = nil // the listing is done: do not keep 32 bytes a node
 	}
+	x.mu.Unlock()
 	return out
 }
 
@@ -217,9 +210,9 @@ func (t *nodeTx) put(nodes []Node, stored [][]byte) (PutStats, error) {
 	}
 	for i, n := range nodes {
 		if _, ok := t.add[n.Hash]; ok {
-			continue // earlier in this transaction
+			continue // earlier in this transaction (its chunk may not be written yet)
 		}
-		if _, ok := t.lookup(n.Hash); ok && t.get(n.Hash) != nil {
+		if t.get(n.Hash) != nil {
 			continue // present (one whose chunk is gone, in a damaged file, is stored again)
 		}
 		s := stored[i]
@@ -317,11 +310,7 @@ func (t *nodeTx) remove(hs []Hash) (int, int64, error) {
 	}
 	if t.gen == 0 {
 		meta := t.tx.Bucket(bucketMeta)
-		gen := uint64(0)
-		if v := meta.Get(metaIndexGen); len(v) == 8 {
-			gen = binary.BigEndian.Uint64(v)
-		}
-		t.gen = gen + 1
+		t.gen = indexGen(meta) + 1
 		if err := meta.Put(metaIndexGen, be64(t.gen)); err != nil {
 			return 0, 0, err
 		}
@@ -340,7 +329,6 @@ func (t *nodeTx) publish() {
 		t.x.m[h] = l
 		t.x.upTo = max(t.x.upTo, l.chunk)
 	}
-	t.x.adds++
 }
 
 // committed applies the transaction's removals once its commit has succeeded.
