@@ -159,12 +159,9 @@ const rememberNodes = 64
 // inner nodes, and would otherwise read each back from the store (decompress it, check its hash, decode it), ~15 µs
 // a node, on every commit.
 func (f *Forest) Remember(c *Change) {
-	if len(c.Nodes) > rememberNodes || len(c.parsed) != len(c.Nodes) {
-		return
-	}
-	for i, n := range c.Nodes {
-		if c.parsed[i] != nil {
-			f.cache.put(n.Hash, c.parsed[i])
+	for i, n := range c.parsed { // empty for a change of more than rememberNodes
+		if n != nil {
+			f.cache.put(c.Nodes[i].Hash, n)
 		}
 	}
 }

@@ -81,3 +81,27 @@ func bigDoc(i int) []byte {
 	}
 	return append(b, "]}"...)
 }
+
+// A commit's new nodes are remembered once stored (revision.Forest.Remember): the next commit on the same element
+// starts from them and reads nothing from the store.
+func TestCommitReadsNothingTheLastCommitWrote(t *testing.T) {
+	ctx := context.Background()
+	be, err := store.OpenBolt(filepath.Join(t.TempDir(), "c.strata"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	cb := &getCounting{Backend: be}
+	db, err := Open(ctx, cb, &Options{Creator: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	must(db.Put(ctx, "doc", bigDoc(0), WriteOptions{}))
+	must(db.Patch(ctx, "doc", patchOp("/items/1000/v", 1), WriteOptions{}))
+	before := cb.n.Load()
+	must(db.Patch(ctx, "doc", patchOp("/items/1000/v", 2), WriteOptions{}))
+	if n := cb.n.Load() - before; n != 0 {
+		t.Fatalf("the second commit read the store %d times for nodes the first one wrote", n)
+	}
+}
