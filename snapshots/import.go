@@ -283,12 +283,16 @@ func (im *importer) PutNodes(ctx context.Context, ns []store.Node) (store.PutSta
 	if err != nil {
 		return store.PutStats{}, err
 	}
+	return st, im.release()
+}
+
+// release lets the store drop the pages of its file that the last transaction read (store.MemoryReleaser), so that
+// an import's resident set does not grow with the file.
+func (im *importer) release() error {
 	if r, ok := im.db.be.(store.MemoryReleaser); ok {
-		if err := r.ReleaseMemory(); err != nil {
-			return st, err
-		}
+		return r.ReleaseMemory()
 	}
-	return st, nil
+	return nil
 }
 
 // finish, in the transaction that commits the import's revision, checks that the lease still holds (so that no
@@ -328,10 +332,8 @@ func (im *importer) drop() error {
 		if err != nil {
 			return err
 		}
-		if r, ok := im.db.be.(store.MemoryReleaser); ok {
-			if err := r.ReleaseMemory(); err != nil {
-				return err
-			}
+		if err := im.release(); err != nil {
+			return err
 		}
 	}
 	return im.db.be.Update(ctx, func(tx store.CatalogTx) error { return tx.Delete(importsBucket, im.id) })
