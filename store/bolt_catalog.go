@@ -310,15 +310,8 @@ func (c *boltCat) PutNodes(nodes []Node) (PutStats, error) {
 	if err != nil {
 		return PutStats{}, err
 	}
-	if c.nt != nil {
-		c.wrote = true
-		return c.nt.put(nodes, stored)
-	}
-	bk, err := c.wbucket(bucketNodes)
-	if err != nil {
-		return PutStats{}, err
-	}
-	return putEncoded(bk, nodes, stored)
+	c.wrote = true
+	return putNodes(c.tx, c.nt, nodes, stored)
 }
 
 func (c *boltCat) AddRevision(r RevisionRecord) error {
