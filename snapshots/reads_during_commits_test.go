@@ -15,17 +15,7 @@ import (
 // nodes. (Format 2 once published a commit's nodes to its in-memory index only after bbolt's Commit returned.)
 func TestReadsDuringCommitsFindNodes(t *testing.T) {
 	ctx := context.Background()
-	be, err := store.OpenBolt(filepath.Join(t.TempDir(), "r.strata"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { be.Close() })
-	cb := &getCounting{Backend: be}
-	db, err := Open(ctx, cb, &Options{Forest: &revision.Options{CacheBytes: -1}, Creator: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, cb := countingDB(t, &Options{Forest: &revision.Options{CacheBytes: -1}, Creator: "t"})
 	must(db.Put(ctx, "doc", []byte(`{"n":0}`), WriteOptions{}))
 	var stop atomic.Bool
 	var missing, reads atomic.Int64
@@ -61,6 +51,23 @@ func TestReadsDuringCommitsFindNodes(t *testing.T) {
 	}
 }
 
+// countingDB opens a database on a new bbolt file whose node reads are counted.
+func countingDB(t *testing.T, opts *Options) (*DB, *getCounting) {
+	t.Helper()
+	be, err := store.OpenBolt(filepath.Join(t.TempDir(), "c.strata"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	cb := &getCounting{Backend: be}
+	db, err := Open(context.Background(), cb, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, cb
+}
+
 type getCounting struct {
 	store.Backend
 	n atomic.Int64
@@ -86,17 +93,7 @@ func bigDoc(i int) []byte {
 // starts from them and reads nothing from the store.
 func TestCommitReadsNothingTheLastCommitWrote(t *testing.T) {
 	ctx := context.Background()
-	be, err := store.OpenBolt(filepath.Join(t.TempDir(), "c.strata"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { be.Close() })
-	cb := &getCounting{Backend: be}
-	db, err := Open(ctx, cb, &Options{Creator: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, cb := countingDB(t, &Options{Creator: "t"})
 	must(db.Put(ctx, "doc", bigDoc(0), WriteOptions{}))
 	must(db.Patch(ctx, "doc", patchOp("/items/1000/v", 1), WriteOptions{}))
 	before := cb.n.Load()
