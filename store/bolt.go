@@ -187,8 +187,9 @@ func OpenBolt(path string, opts *BoltOptions) (b *Bolt, err error) {
 		return nil, err
 	}
 	// bbolt grows the file past the mmap size in steps of AllocSize (16 MiB by default), so a 104 MB document
-	// stored in 28 MB of pages sat in a 43 MB file. Steps of 2 MiB cost one more ftruncate+fsync per 2 MiB of
-	// growth (one per transaction at most), and leave the file at most 2 MiB larger than its pages.
+	// stored in 28 MB of pages sat in a 43 MB file. Steps of 256 KiB cost one more ftruncate+fsync per 256 KiB of
+	// growth (one per transaction at most: one single-field commit in ~25 at N = 1,000,000), and leave the file at
+	// most 256 KiB larger than its pages (2 MiB steps left 1.1 MB, 0.010 bytes per byte of JSON, at that N).
 	db.AllocSize = allocStep
 	b = &Bolt{db: db, file: opened, path: path, onCommit: o.OnCommit}
 	if err := b.init(&o); err != nil {
@@ -705,7 +706,7 @@ func putEncoded(bk *bolt.Bucket, nodes []Node, stored [][]byte) (PutStats, error
 // the same bytes written per later single-field commit (93 KB, measured with /proc/self/io). Small commits keep the
 // default: their keys land at random among existing pages.
 const (
-	allocStep = 2 << 20
+	allocStep = 256 << 10
 	bulkNodes = 64
 	bulkFill  = 0.95
 )

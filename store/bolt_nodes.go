@@ -28,10 +28,14 @@ var (
 
 const (
 	// maxChunk bounds a chunk's bytes: a bulk write becomes several chunks, so that removing part of one rewrites
-	// at most this much of the index, and reading one node never maps more than this.
-	maxChunk = 256 << 10
-	hashLen  = len(Hash{})
-	idxEntry = hashLen + 8
+	// at most this much of the index, and reading one node never maps more than this. bbolt stores a value this
+	// large alone on a run of pages behind a page header (16 bytes), an element header (16) and its key (8): 256 KiB
+	// less those fills exactly 64 pages of 4 KiB (or 16 of 16 KiB), where 256 KiB took a 65th for 40 bytes.
+	maxChunk = 256<<10 - chunkPageOverhead
+
+	chunkPageOverhead = 16 + 16 + 8
+	hashLen           = len(Hash{})
+	idxEntry          = hashLen + 8
 )
 
 // loc is where a node's stored form is: bytes [off, off+n) of a chunk.
