@@ -259,7 +259,7 @@ func (im *importer) GetNodes(ctx context.Context, hs []store.Hash) ([][]byte, er
 // lease. The import writes one batch at a time.
 func (im *importer) PutNodes(ctx context.Context, ns []store.Node) (store.PutStats, error) {
 	// Compress outside the transaction (and while the import builds the next batch).
-	store.PrepareNodes(ns)
+	im.db.prepareNodes(ns)
 	hashes := make([]byte, 0, len(ns)*len(store.Hash{}))
 	for i := range ns {
 		hashes = append(hashes, ns[i].Hash[:]...)

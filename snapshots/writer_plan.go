@@ -57,6 +57,10 @@ type planSeed struct {
 	schemas  *schemaSet
 }
 
+// prepareNodes hashes and compresses nodes for the database's backend (store.PrepareNodes), ahead of the write
+// transaction that stores them.
+func (db *DB) prepareNodes(ns []store.Node) { store.PrepareNodes(ns, db.be.NodeCodec()) }
+
 // newPlanner returns a planner that reads the catalog, or, given a seed, starts from it.
 func (db *DB) newPlanner(seed *planSeed) *planner {
 	ov := &overlay{base: db.be, nodes: map[store.Hash][]byte{}}
@@ -258,7 +262,7 @@ func (p *planner) one(r *request) {
 	}
 	// Compress now, outside the transaction that will store them: it holds the writer lock (and, shared, the
 	// file against other processes) and should do only B+tree work and the commit.
-	store.PrepareNodes(change.Nodes)
+	p.db.prepareNodes(change.Nodes)
 	if _, err := p.ov.PutNodes(r.ctx, change.Nodes); err != nil {
 		fail(err)
 		return

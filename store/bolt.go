@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,10 +32,15 @@ var (
 )
 
 // BoltFormat is the file format version this build writes, recorded under strata-format in the meta bucket. It
-// reads format 1 too (nodes keyed by hash in one B+tree; see bolt_nodes.go), and keeps writing such files in format 1.
-const BoltFormat = "2"
+// reads formats 1 (nodes keyed by hash in one B+tree; see bolt_nodes.go) and 2 (format 3's layout, nodes compressed
+// with S2 only) too, and keeps writing such files in their format, so that the builds that made them can still read
+// them. Format 3 compresses new nodes with zstd (codec.go).
+const BoltFormat = "3"
 
-const boltFormat1 = "1"
+const (
+	boltFormat1 = "1"
+	boltFormat2 = "2"
+)
 
 const (
 	defaultInitialMmapSize = 64 << 20
@@ -99,8 +105,9 @@ type BoltOptions struct {
 	// added since are loaded.
 	index *nodeIndex
 
-	// format1 creates a new file in format 1 (tests of the format-1 code paths; see export_test.go).
-	format1 bool
+	// format, when set, is the format a new file is created in (tests of older formats' code paths; see
+	// export_test.go).
+	format string
 
 	// openFile replaces os.OpenFile for the bbolt file; tests use it to reach the *os.File (see export_test.go).
 	openFile func(string, int, os.FileMode) (*os.File, error)
@@ -125,6 +132,8 @@ type Bolt struct {
 	// transaction until the index has taken its changes, so that the next one sees them.
 	index *nodeIndex
 	wmu   sync.Mutex
+	// codec is what new nodes are compressed with: zstd in format 3, S2 in the formats earlier builds wrote.
+	codec Codec
 }
 
 var _ NodeStore = (*Bolt)(nil)
@@ -249,9 +258,13 @@ func (b *Bolt) init(o *BoltOptions) error {
 		return err
 	}
 	if state == "new" {
-		if format, err = b.create(o.format1); err != nil {
+		if format, err = b.create(cmp.Or(o.format, BoltFormat)); err != nil {
 			return err
 		}
+	}
+	b.codec = CodecZstd
+	if format != BoltFormat {
+		b.codec = CodecS2
 	}
 	if format == boltFormat1 {
 		return nil
@@ -265,11 +278,7 @@ func (b *Bolt) init(o *BoltOptions) error {
 
 // create makes the buckets of a new database (or of a bbolt file left empty by a crash during creation) and records
 // its format, in one transaction.
-func (b *Bolt) create(format1 bool) (string, error) {
-	format := BoltFormat
-	if format1 {
-		format = boltFormat1
-	}
+func (b *Bolt) create(format string) (string, error) {
 	err := b.update(context.Background(), func(tx *bolt.Tx, _ *nodeTx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil { // someone got there first; impossible under the file lock
 			var err error
@@ -287,7 +296,7 @@ func (b *Bolt) create(format1 bool) (string, error) {
 			return err
 		}
 		buckets := [][]byte{bucketChunks, bucketChunkIdx}
-		if format1 {
+		if format == boltFormat1 {
 			// The nodes bucket keeps the default FillPercent (0.5) for ordinary commits: its keys are SHA-256
 			// hashes, so inserts land uniformly across the key space. Bulk puts fill their pages (see bulkFill).
 			buckets = [][]byte{bucketNodes}
@@ -317,13 +326,14 @@ func checkMeta(path string, tx *bolt.Tx) (string, error) {
 	case v == nil:
 		return "", fmt.Errorf("%w: %s has a meta bucket but no %s: it is not a strata database (check the path)",
 			ErrBadFile, path, metaFormat)
-	case bytes.Equal(v, []byte(BoltFormat)):
+	case bytes.Equal(v, []byte(BoltFormat)), bytes.Equal(v, []byte(boltFormat2)):
 		need = [][]byte{bucketChunks, bucketChunkIdx}
 	case bytes.Equal(v, []byte(boltFormat1)):
 		need = [][]byte{bucketNodes}
 	default:
-		return "", fmt.Errorf("%w: %s is strata format %q, and this build reads formats %s and %s: use a strata build "+
-			"that supports format %q", ErrFormat, path, printable(v), boltFormat1, BoltFormat, printable(v))
+		return "", fmt.Errorf("%w: %s is strata format %q, and this build reads formats %s, %s and %s: use a strata "+
+			"build that supports format %q", ErrFormat, path, printable(v), boltFormat1, boltFormat2, BoltFormat,
+			printable(v))
 	}
 	for _, name := range need {
 		if tx.Bucket(name) == nil {
@@ -608,7 +618,7 @@ func (b *Bolt) PutNodes(ctx context.Context, nodes []Node) (PutStats, error) {
 	// Hash and compress outside the transaction, so that concurrent callers do that work in parallel and the
 	// writer lock is held only for the B+tree work and the commit. Nodes already present are compressed for
 	// nothing; that is rare, since callers write the nodes a change created.
-	stored, err := encodeNodes(ctx, nodes)
+	stored, err := encodeNodes(ctx, nodes, b.codec)
 	if err != nil {
 		return PutStats{}, err
 	}
@@ -632,14 +642,14 @@ func (b *Bolt) PutNodes(ctx context.Context, nodes []Node) (PutStats, error) {
 // encodeNodes checks that each node's data hashes to its address and returns its stored form. A node that does not
 // is refused (and nothing is written): under put-if-absent, a wrong value stored at an address could never be
 // replaced by the right one. A node PrepareNodes made ready was checked there.
-func encodeNodes(ctx context.Context, nodes []Node) ([][]byte, error) {
+func encodeNodes(ctx context.Context, nodes []Node, c Codec) ([][]byte, error) {
 	stored := make([][]byte, len(nodes))
 	for i, n := range nodes {
 		if n.stored == nil && HashOf(n.Data) != n.Hash {
 			return nil, fmt.Errorf("%w: refusing to store node %s: its data does not hash to its address",
 				ErrCorruptNode, n.Hash.Short())
 		}
-		stored[i] = storedForm(n)
+		stored[i] = storedForm(n, c)
 		if i%64 == 63 {
 			if err := ctx.Err(); err != nil {
 				return nil, err

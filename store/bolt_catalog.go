@@ -32,6 +32,9 @@ func (b *Bolt) View(ctx context.Context, fn func(CatalogReader) error) error {
 }
 
 // Update implements Backend: fn's writes, nodes included, commit in one durable bbolt transaction, or not at all.
+// NodeCodec implements Backend: zstd in a format-3 file, S2 in the older formats.
+func (b *Bolt) NodeCodec() Codec { return b.codec }
+
 func (b *Bolt) Update(ctx context.Context, fn func(CatalogTx) error) error {
 	return b.update(ctx, func(tx *bolt.Tx, nt *nodeTx) error {
 		c := &boltCat{tx: tx, b: b, nt: nt}
@@ -306,7 +309,7 @@ func (c *boltCat) PutNodes(nodes []Node) (PutStats, error) {
 	if len(nodes) == 0 {
 		return PutStats{}, nil
 	}
-	stored, err := encodeNodes(context.Background(), nodes)
+	stored, err := encodeNodes(context.Background(), nodes, c.b.codec)
 	if err != nil {
 		return PutStats{}, err
 	}

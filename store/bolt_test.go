@@ -42,7 +42,7 @@ func TestBoltConformance(t *testing.T) {
 // writes: every file earlier builds made is one.
 func format1() *store.BoltOptions {
 	var o store.BoltOptions
-	store.SetBoltFormat1(&o)
+	store.SetBoltFormat(&o, "1")
 	return &o
 }
 
@@ -239,7 +239,7 @@ func TestBoltRefusesWrongHash(t *testing.T) {
 	for _, n := range []int{3, 100} {
 		batch := testNodes(2, n, 100)
 		batch[n/2].Hash = batch[0].Hash
-		store.PrepareNodes(batch)
+		store.PrepareNodes(batch, b.NodeCodec())
 		if _, err := b.PutNodes(context.Background(), batch); !errors.Is(err, store.ErrCorruptNode) {
 			t.Fatalf("PutNodes(%d prepared, one with a wrong hash) = %v, want ErrCorruptNode", n, err)
 		}
@@ -608,18 +608,18 @@ func TestBoltRefusesForeignFiles(t *testing.T) {
 		})
 		refuse(t, path, nil, store.ErrBadFile, "strata-format")
 	})
-	t.Run("format 3", func(t *testing.T) {
-		path := boltFile("format3", func(tx *bolt.Tx) error {
+	t.Run("format 4", func(t *testing.T) {
+		path := boltFile("format4", func(tx *bolt.Tx) error {
 			for _, name := range []string{"meta", "chunks", "chunkidx"} {
 				if _, err := tx.CreateBucket([]byte(name)); err != nil {
 					return err
 				}
 			}
-			return tx.Bucket([]byte("meta")).Put([]byte("strata-format"), []byte("3"))
+			return tx.Bucket([]byte("meta")).Put([]byte("strata-format"), []byte("4"))
 		})
-		refuse(t, path, nil, store.ErrFormat, `format "3"`, "formats 1 and 2")
+		refuse(t, path, nil, store.ErrFormat, `format "4"`, "formats 1, 2 and 3")
 	})
-	for format, buckets := range map[string][]string{"1": {"meta"}, "2": {"meta", "chunks"}} {
+	for format, buckets := range map[string][]string{"1": {"meta"}, "2": {"meta", "chunks"}, "3": {"meta", "chunkidx"}} {
 		t.Run("format "+format+" without its node buckets", func(t *testing.T) {
 			path := boltFile("nonodes"+format, func(tx *bolt.Tx) error {
 				for _, name := range buckets {

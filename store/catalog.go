@@ -21,6 +21,8 @@ type Backend interface {
 	Update(ctx context.Context, fn func(CatalogTx) error) error
 	// Close releases the backend.
 	Close() error
+	// NodeCodec is the compression the backend writes new nodes with, for PrepareNodes.
+	NodeCodec() Codec
 }
 
 // CatalogReader reads the catalog.

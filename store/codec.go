@@ -6,69 +6,119 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
 )
 
 // Stored nodes begin with one codec byte, so the codec can change without rewriting old nodes: the hash covers the
-// canonical bytes, never the stored ones.
+// canonical bytes, never the stored ones. Every build reads every codec below; which one a backend writes is its
+// Codec (Backend.NodeCodec), because a file or database that older builds share must not get nodes they cannot read.
 const (
-	codecRaw byte = 0 // stored as is (when compression does not pay)
-	codecS2  byte = 1 // S2 block (github.com/klauspost/compress/s2): fast, and 2-3x on typical JSON nodes
+	codecRaw  byte = 0 // stored as is (when compression does not pay)
+	codecS2   byte = 1 // S2 block (github.com/klauspost/compress/s2)
+	codecZstd byte = 2 // zstd frame (github.com/klauspost/compress/zstd), fastest level, no checksum (the hash is one)
 )
 
-// encodeStored returns the stored form of canonical node bytes.
-func encodeStored(data []byte) []byte {
-	out := make([]byte, 1+s2.MaxEncodedLen(len(data)))
-	// EncodeBetter: on the benchmark's 1,000,000-element document its nodes take 0.170 bytes per byte of JSON
-	// against 0.194 with s2.Encode, for 740 MB/s of encoding against 1,000 MB/s, and it decodes as fast (s2.Decode
-	// reads both). zstd took 0.087 but decoded at half the speed, which export cannot afford.
-	enc := s2.EncodeBetter(out[1:], data)
-	if len(enc) >= len(data) {
+// Codec is the compression a backend writes new nodes with.
+type Codec byte
+
+const (
+	// CodecS2 compresses nodes with S2. Format-1 and format-2 files and PostgreSQL databases write it: the builds
+	// that made them read nothing else.
+	CodecS2 = Codec(codecS2)
+	// CodecZstd compresses nodes with zstd. Format-3 files write it. On the benchmark's 1,000,000-element document
+	// its nodes take 0.086 bytes per byte of JSON against S2's 0.170 (the file 0.106 against 0.190), for 307 MB/s of
+	// encoding against 849 and 1,220 MB/s of decoding against 1,930, on one core (docs/storage.md §4).
+	CodecZstd = Codec(codecZstd)
+)
+
+// maxNodeBytes bounds what a stored zstd frame may claim to decode to, so that a damaged one cannot make a read
+// allocate without limit. Nodes are at most a few tens of KiB (revision cuts them at 16 KiB plus one entry).
+const maxNodeBytes = 256 << 20
+
+var (
+	// The fastest level: on the benchmark's nodes the default level compressed no better (0.0862) and 11% slower.
+	// EncodeAll and DecodeAll are safe for concurrent use, one call per CPU at a time.
+	zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false),
+			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
+		if err != nil {
+			panic(err) // only for invalid options
+		}
+		return e
+	})
+	zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxNodeBytes))
+		if err != nil {
+			panic(err) // only for invalid options
+		}
+		return d
+	})
+)
+
+// encodeStored returns the stored form of canonical node bytes in codec c.
+func encodeStored(data []byte, c Codec) []byte {
+	var out []byte
+	if c == CodecZstd {
+		out = zstdEncoder().EncodeAll(data, make([]byte, 1, 1+len(data)/4))
+		out[0] = codecZstd
+	} else {
+		out = make([]byte, 1+s2.MaxEncodedLen(len(data)))
+		// EncodeBetter: on the benchmark's 1,000,000-element document its nodes take 0.170 bytes per byte of JSON
+		// against 0.194 with s2.Encode, for 740 MB/s of encoding against 1,000 MB/s, and it decodes as fast
+		// (s2.Decode reads both).
+		out = out[:1+len(s2.EncodeBetter(out[1:], data))]
+		out[0] = codecS2
+	}
+	if len(out)-1 >= len(data) {
 		out = append(out[:1], data...)
 		out[0] = codecRaw
-		return out
 	}
-	out[0] = codecS2
-	return out[:1+len(enc)]
+	return out
 }
 
+// writes reports whether a backend writing codec c may store a node in the stored form s as it is.
+func (c Codec) writes(s []byte) bool { return len(s) > 0 && (s[0] != codecZstd || c == CodecZstd) }
+
 // PrepareNodes checks that each node of ns that has no stored form yet hashes to its address, and makes its stored
-// (compressed) form. A caller about to hand ns to PutNodes inside a write transaction calls it first, outside, so
-// that the transaction, which holds the writer lock (and a shared file against other processes), does only B+tree
-// work and the commit. It is optional: PutNodes checks and makes whatever is missing. A node that does not hash to
-// its address is left without, and PutNodes refuses it.
+// (compressed) form in codec c (the NodeCodec of the backend the nodes are for). A caller about to hand ns to
+// PutNodes inside a write transaction calls it first, outside, so that the transaction, which holds the writer lock
+// (and a shared file against other processes), does only B+tree work and the commit. It is optional: PutNodes checks
+// and makes whatever is missing, and makes again a form its backend does not write. A node that does not hash to its
+// address is left without, and PutNodes refuses it.
 //
 // Batches of prepareParallel nodes or more are shared among the CPUs: a 1,000,000-element load prepares 22,000
-// nodes (87 MB), 180 ms of hashing and compressing on one core.
-func PrepareNodes(ns []Node) {
+// nodes (87 MB), 180 ms of hashing and compressing with S2 on one core, and 340 ms with zstd.
+func PrepareNodes(ns []Node, c Codec) {
 	if len(ns) < prepareParallel || runtime.GOMAXPROCS(0) == 1 {
-		prepare(ns)
+		prepare(ns, c)
 		return
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(ns)/(prepareParallel/2))
 	var wg sync.WaitGroup
 	for w := range workers {
 		part := ns[w*len(ns)/workers : (w+1)*len(ns)/workers]
-		wg.Go(func() { prepare(part) })
+		wg.Go(func() { prepare(part, c) })
 	}
 	wg.Wait()
 }
 
 const prepareParallel = 32
 
-func prepare(ns []Node) {
+func prepare(ns []Node, c Codec) {
 	for i := range ns {
 		if ns[i].stored == nil && HashOf(ns[i].Data) == ns[i].Hash {
-			ns[i].stored = encodeStored(ns[i].Data)
+			ns[i].stored = encodeStored(ns[i].Data, c)
 		}
 	}
 }
 
-// storedForm is a node's stored form: the one PrepareNodes made ahead of time, or a fresh one.
-func storedForm(n Node) []byte {
-	if n.stored != nil {
+// storedForm is a node's stored form in a backend that writes codec c: the one PrepareNodes made ahead of time if c
+// may store it, or a fresh one.
+func storedForm(n Node, c Codec) []byte {
+	if c.writes(n.stored) {
 		return n.stored
 	}
-	return encodeStored(n.Data)
+	return encodeStored(n.Data, c)
 }
 
 // decodeStored returns the canonical bytes of a stored node and checks them against the node's address.
@@ -76,18 +126,23 @@ func decodeStored(h Hash, stored []byte) ([]byte, error) {
 	if len(stored) == 0 {
 		return nil, fmt.Errorf("%w: node %s is empty", ErrCorruptNode, h.Short())
 	}
-	var data []byte
+	var (
+		data []byte
+		err  error
+	)
 	switch stored[0] {
 	case codecRaw:
 		data = append([]byte(nil), stored[1:]...)
 	case codecS2:
-		var err error
 		data, err = s2.Decode(nil, stored[1:])
-		if err != nil {
-			return nil, fmt.Errorf("%w: node %s: %v", ErrCorruptNode, h.Short(), err)
-		}
+	case codecZstd:
+		data, err = zstdDecoder().DecodeAll(stored[1:], nil)
 	default:
-		return nil, fmt.Errorf("%w: node %s has unknown codec %d", ErrCorruptNode, h.Short(), stored[0])
+		return nil, fmt.Errorf("%w: node %s has unknown codec %d: it was written by a newer strata build, or the "+
+			"file is damaged", ErrCorruptNode, h.Short(), stored[0])
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: node %s: %v", ErrCorruptNode, h.Short(), err)
 	}
 	if HashOf(data) != h {
 		return nil, fmt.Errorf("%w: node %s does not match its hash", ErrCorruptNode, h.Short())

@@ -14,6 +14,6 @@ func ParseBoltMeta(p []byte) (txid uint64, pageSize int, problem string) {
 	return m.txid, int(m.pageSize), m.problem
 }
 
-// SetBoltFormat1 makes OpenBolt create a new file in format 1 (nodes keyed by hash), so that tests can cover the
-// files earlier builds made.
-func SetBoltFormat1(o *BoltOptions) { o.format1 = true }
+// SetBoltFormat makes OpenBolt create a new file in an older format ("1": nodes keyed by hash; "2": format 3's
+// layout with S2 only), so that tests can cover the files earlier builds made.
+func SetBoltFormat(o *BoltOptions, format string) { o.format = format }

@@ -44,7 +44,7 @@ func (m *Mem) PutNodes(ctx context.Context, nodes []Node) (PutStats, error) {
 		if _, ok := m.nodes[n.Hash]; ok {
 			continue
 		}
-		stored := storedForm(n)
+		stored := storedForm(n, CodecS2)
 		m.nodes[n.Hash] = stored
 		m.bytes += int64(len(stored))
 		st.Nodes++

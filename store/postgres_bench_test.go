@@ -42,7 +42,7 @@ func BenchmarkPostgresCommit(b *testing.B) {
 			data := []byte(fmt.Sprintf(`{"i":%d,"k":%d,"pad":"%0*d"}`, i, k, 1000+k*600, 0))
 			nodes[k] = store.Node{Hash: store.HashOf(data), Data: data}
 		}
-		store.PrepareNodes(nodes)
+		store.PrepareNodes(nodes, d.NodeCodec())
 		key := fmt.Sprint("key-", i)
 		err := d.Update(ctx, func(tx store.CatalogTx) error {
 			last, err := tx.LastRevision()

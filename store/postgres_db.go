@@ -239,6 +239,10 @@ func (d *PostgresDB) begin(ctx context.Context) (*pgCat, error) {
 // Update implements Backend: fn's writes, nodes included, commit in one PostgreSQL transaction, or not at all.
 // A commit whose connection is lost while COMMIT is under way returns an error wrapping ErrUnavailable that says its
 // outcome is unknown: it may have been made. It never returns nil for a commit that was not made.
+// NodeCodec implements Backend: S2, because several servers share one database, and during an upgrade an older one
+// could not read zstd nodes.
+func (d *PostgresDB) NodeCodec() Codec { return CodecS2 }
+
 func (d *PostgresDB) Update(ctx context.Context, fn func(CatalogTx) error) error {
 	return d.update(ctx, func(c *pgCat) error { return fn(c) })
 }
@@ -372,7 +376,7 @@ func (d *PostgresDB) PutNodes(ctx context.Context, nodes []Node) (PutStats, erro
 		return PutStats{}, nil
 	}
 	// Hash and compress before the transaction, so that the row lock is held only for the inserts.
-	stored, err := encodeNodes(ctx, nodes)
+	stored, err := encodeNodes(ctx, nodes, CodecS2)
 	if err != nil {
 		return PutStats{}, err
 	}
@@ -688,7 +692,7 @@ func (c *pgCat) PutNodes(nodes []Node) (PutStats, error) {
 	if len(nodes) == 0 {
 		return PutStats{}, nil
 	}
-	stored, err := encodeNodes(c.ctx, nodes)
+	stored, err := encodeNodes(c.ctx, nodes, CodecS2)
 	if err != nil {
 		return PutStats{}, err
 	}

@@ -38,6 +38,7 @@ type Shared struct {
 	lastUse  time.Time
 	walked   bool
 	index    *nodeIndex // the node index, kept across reopens: a reopen loads only the chunks added since
+	codec    Codec      // the file's NodeCodec when first opened (a file replaced since re-encodes what it must)
 	closed   bool
 	wait     *os.File
 	opens    int
@@ -93,8 +94,8 @@ func OpenShared(path string, opts *SharedOptions) (*Shared, error) {
 		w.Close()
 		return nil, err
 	}
+	s.codec = b.codec
 	s.release(nil)
-	_ = b
 	return s, nil
 }
 
@@ -251,6 +252,9 @@ func (s *Shared) View(ctx context.Context, fn func(CatalogReader) error) error {
 }
 
 // Update implements Backend.
+// NodeCodec implements Backend.
+func (s *Shared) NodeCodec() Codec { return s.codec }
+
 func (s *Shared) Update(ctx context.Context, fn func(CatalogTx) error) error {
 	b, err := s.acquire()
 	if err != nil {

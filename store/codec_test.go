@@ -1,0 +1,90 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Every codec's stored form decodes to the node's bytes, and a damaged one is reported as corrupt, never returned.
+func TestCodecsRoundTripAndDamage(t *testing.T) {
+	data := []byte(strings.Repeat(`{"active":true,"email":"user@example.com","tags":["a","b"]}`, 60))
+	h := HashOf(data)
+	for _, c := range []Codec{CodecS2, CodecZstd} {
+		t.Run(fmt.Sprint("codec ", c), func(t *testing.T) {
+			s := encodeStored(data, c)
+			if s[0] != byte(c) || len(s) > len(data)/4 {
+				t.Fatalf("stored form: codec %d, %d bytes for %d; want codec %d and compressed", s[0], len(s), len(data), c)
+			}
+			got, err := decodeStored(h, s)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("decode: %v (equal: %v)", err, bytes.Equal(got, data))
+			}
+			for _, damaged := range [][]byte{s[:len(s)/2], flip(s, len(s)/2), flip(s, len(s)-1)} {
+				if got, err := decodeStored(h, damaged); !errors.Is(err, ErrCorruptNode) {
+					t.Errorf("damaged form decoded: %d bytes, %v; want ErrCorruptNode", len(got), err)
+				}
+			}
+		})
+	}
+	// Incompressible bytes are stored raw, whatever the codec.
+	var noise []byte
+	for i := range 16 {
+		h := HashOf([]byte{byte(i)})
+		noise = append(noise, h[:]...)
+	}
+	for _, c := range []Codec{CodecS2, CodecZstd} {
+		if s := encodeStored(noise, c); s[0] != codecRaw || !bytes.Equal(s[1:], noise) {
+			t.Errorf("codec %d: incompressible bytes stored with codec %d", c, s[0])
+		}
+	}
+	if _, err := decodeStored(h, append([]byte{9}, data...)); !errors.Is(err, ErrCorruptNode) ||
+		!strings.Contains(err.Error(), "newer strata build") {
+		t.Errorf("unknown codec: %v", err)
+	}
+}
+
+// A zstd frame whose header claims more than maxNodeBytes is refused before anything that size is allocated.
+func TestZstdFrameClaimingHugeSizeIsRefused(t *testing.T) {
+	// Magic, a frame header descriptor for a single segment with an 8-byte content size, the size (4 GiB), then one
+	// last RLE block of 128 KiB of 'x'.
+	frame := binary.LittleEndian.AppendUint32(nil, 0xFD2FB528)
+	frame = append(frame, 0xE0)
+	frame = binary.LittleEndian.AppendUint64(frame, 4<<30)
+	hdr := uint32(1) | 1<<1 | (128<<10)<<3
+	frame = append(frame, byte(hdr), byte(hdr>>8), byte(hdr>>16), 'x')
+	_, err := decodeStored(Hash{}, append([]byte{codecZstd}, frame...))
+	if !errors.Is(err, ErrCorruptNode) {
+		t.Fatalf("decode of a frame claiming 4 GiB: %v; want ErrCorruptNode", err)
+	}
+	t.Log(err)
+}
+
+// Which stored forms a backend keeps as PrepareNodes made them: a backend writing S2 never stores zstd.
+func TestStoredFormKeepsOnlyWhatTheBackendWrites(t *testing.T) {
+	data := []byte(strings.Repeat("abcdefgh", 200))
+	for _, made := range []Codec{CodecS2, CodecZstd} {
+		for _, backend := range []Codec{CodecS2, CodecZstd} {
+			n := Node{Hash: HashOf(data), Data: data}
+			ns := []Node{n}
+			PrepareNodes(ns, made)
+			got := storedForm(ns[0], backend)
+			want := byte(backend)
+			if made == CodecS2 {
+				want = codecS2 // S2 is read by every build: kept as it is
+			}
+			if got[0] != want {
+				t.Errorf("prepared %d, backend %d: stored with codec %d, want %d", made, backend, got[0], want)
+			}
+		}
+	}
+}
+
+func flip(s []byte, i int) []byte {
+	d := bytes.Clone(s)
+	d[i] ^= 0x5a
+	return d
+}

@@ -1,0 +1,143 @@
+package store_test
+
+import (
+	"context"
+	"encoding/binary"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/snapshots"
+	"github.com/strata-db/strata/store"
+)
+
+func formatOf(t *testing.T, path string) (format string, chunks bool) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		format = string(tx.Bucket([]byte("meta")).Get([]byte("strata-format")))
+		chunks = tx.Bucket([]byte("chunks")) != nil
+		return nil
+	})
+	return format, chunks
+}
+
+// codecsOf returns the codec bytes the nodes of a file begin with (0 raw, 1 S2, 2 zstd), and how many of each.
+func codecsOf(t *testing.T, path string) map[byte]int {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	seen := map[byte]int{}
+	_ = db.View(func(tx *bolt.Tx) error {
+		if nodes := tx.Bucket([]byte("nodes")); nodes != nil { // format 1
+			return nodes.ForEach(func(_, v []byte) error { seen[v[0]]++; return nil })
+		}
+		chunks := tx.Bucket([]byte("chunks"))
+		return tx.Bucket([]byte("chunkidx")).ForEach(func(k, idx []byte) error {
+			chunk := chunks.Get(k)
+			for e := idx; len(e) >= 40; e = e[40:] {
+				seen[chunk[binary.BigEndian.Uint32(e[32:])]]++
+			}
+			return nil
+		})
+	})
+	return seen
+}
+
+// A database an earlier build made (format 1 or 2) opens in a data directory, takes new writes in its format, with
+// only the codecs that build reads (S2, or raw), and `strata db copy` (snapshots.CopyDatabase) makes a format-3 copy
+// of it, nodes in zstd, with the same revisions.
+func TestOlderFormatsInADirectory(t *testing.T) {
+	for _, format := range []string{"1", "2"} {
+		t.Run("format "+format, func(t *testing.T) { testOlderFormatInADirectory(t, format) })
+	}
+}
+
+func testOlderFormatInADirectory(t *testing.T, format string) {
+	ctx := context.Background()
+	from, to := t.TempDir(), t.TempDir()
+	path := filepath.Join(from, "old"+snapshots.Ext)
+	var o store.BoltOptions
+	store.SetBoltFormat(&o, format)
+	b := openBolt(t, path, &o)
+	db, err := snapshots.Open(ctx, b, &snapshots.Options{Creator: "ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A long string, so that its node compresses (a node compression does not shrink is stored raw).
+	name := strings.Repeat("old ", 500)
+	if _, err := db.Put(ctx, "doc", []byte(`{"items":[1,2,3],"name":"`+name+`"}`), snapshots.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	b.Close()
+
+	src, err := snapshots.OpenDir(from, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	old, err := src.Open(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := revision.ParsePatch([]byte(`[{"op":"add","path":"/items/-","value":4}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Patch(ctx, "doc", ops, snapshots.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dst, err := snapshots.OpenDir(to, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if _, err := snapshots.CopyDatabase(ctx, src, dst, "old", nil); err != nil {
+		t.Fatal(err)
+	}
+	copied, err := dst.Open(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rev := range []uint64{2, 3} {
+		want := map[uint64]string{2: `{"items":[1,2,3],"name":"` + name + `"}`, 3: `{"items":[1,2,3,4],"name":"` + name + `"}`}[rev]
+		for _, d := range []*snapshots.DB{old, copied} {
+			v, _, err := d.Get(ctx, snapshots.Ref{Revision: rev}, "doc", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.Forest().JSON(ctx, v)
+			if err != nil || string(got) != want {
+				t.Fatalf("revision %d: %s, %v; want %s", rev, got, err, want)
+			}
+		}
+	}
+	src.Close()
+	dst.Close()
+	if f, chunks := formatOf(t, path); f != format || chunks != (format != "1") {
+		t.Errorf("the original is format %q (chunks bucket: %v) after a write; want %s", f, chunks, format)
+	}
+	if c := codecsOf(t, path); c[1] == 0 || c[2] != 0 {
+		t.Errorf("the original's nodes have codecs %v; want S2 (1) and no zstd (2), which format %s's builds cannot read", c, format)
+	}
+	copyPath := filepath.Join(to, "old"+snapshots.Ext)
+	if f, chunks := formatOf(t, copyPath); f != store.BoltFormat || !chunks {
+		t.Errorf("the copy is format %q (chunks bucket: %v); want %s", f, chunks, store.BoltFormat)
+	}
+	if c := codecsOf(t, copyPath); c[2] == 0 || c[1] != 0 {
+		t.Errorf("the copy's nodes have codecs %v; want zstd (2) and no S2 (1)", slices.Sorted(maps.Keys(c)))
+	}
+}
