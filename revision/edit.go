@@ -13,10 +13,11 @@ import (
 // root still reaches. Intermediate versions (between the operations of one patch) are never written.
 type txn struct {
 	reader
+	prep *preparer // the nodes handed to the forest's prepare function, when it has one
 }
 
 func (f *Forest) newTxn(ctx context.Context) *txn {
-	return &txn{reader{f: f, ctx: ctx, overlay: make(map[store.Hash]*codec.Node)}}
+	return &txn{reader: reader{f: f, ctx: ctx, overlay: make(map[store.Hash]*codec.Node)}}
 }
 
 // emit records a node built by this write.
@@ -29,11 +30,18 @@ func (t *txn) emit(c codec.Child, raw string) error {
 		return fmt.Errorf("internal error: built a node that does not decode: %v", err)
 	}
 	t.overlay[c.Hash] = n
+	if t.f.prepare != nil {
+		if t.prep == nil {
+			t.prep = &preparer{fn: t.f.prepare}
+		}
+		t.prep.add(c.Hash, raw)
+	}
 	return nil
 }
 
 // newNodes returns the nodes built by this write that root reaches, in no particular order.
 func (t *txn) newNodes(root Value) ([]store.Node, error) {
+	prepared := t.prep.wait()
 	var out []store.Node
 	seen := make(map[store.Hash]bool)
 	var visit func(enc string) error
@@ -56,7 +64,11 @@ func (t *txn) newNodes(root Value) ([]store.Node, error) {
 			return nil
 		}
 		seen[h] = true
-		out = append(out, store.Node{Hash: h, Data: []byte(n.Raw)})
+		if pn, ok := prepared[h]; ok {
+			out = append(out, pn)
+		} else {
+			out = append(out, store.Node{Hash: h, Data: []byte(n.Raw)})
+		}
 		for _, c := range n.Children {
 			if err := visitNode(c.Hash); err != nil {
 				return err

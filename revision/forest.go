@@ -16,8 +16,9 @@ import (
 
 // Forest is the set of trees in one node store. It is safe for concurrent use.
 type Forest struct {
-	ns    store.NodeStore
-	cache *nodeCache
+	ns      store.NodeStore
+	cache   *nodeCache
+	prepare func([]store.Node) // see WithPrepare
 }
 
 // DefaultCacheBytes is the decoded-node cache's size when none is given (Options.CacheBytes 0).
@@ -126,7 +127,17 @@ func (r *reader) nodes(children []codec.Child) ([]*codec.Node, error) {
 
 // WithStore returns a forest over another node store that shares this forest's cache. Use it for a view that adds
 // pending nodes in front of the real store: content addressing makes sharing the cache safe.
-func (f *Forest) WithStore(ns store.NodeStore) *Forest { return &Forest{ns: ns, cache: f.cache} }
+func (f *Forest) WithStore(ns store.NodeStore) *Forest {
+	return &Forest{ns: ns, cache: f.cache, prepare: f.prepare}
+}
+
+// WithPrepare returns a forest whose writes hand the nodes they build to fn, in batches of about prepareBatchBytes,
+// while they go on building, so that fn (store.PrepareNodes: hashing and compressing) runs beside the build instead
+// of after it. A change's Nodes are the batches' nodes as fn left them (and fresh copies of the rest). fn runs on
+// goroutines of its own, one batch at a time, and must only fill in the nodes it is given.
+func (f *Forest) WithPrepare(fn func([]store.Node)) *Forest {
+	return &Forest{ns: f.ns, cache: f.cache, prepare: fn}
+}
 
 // ChangedMembers lists, in key order, the members of two objects whose values differ (added, removed or changed),
 // skipping subtrees whose hashes are equal. Either value may be the zero Value, meaning an empty object.

@@ -65,7 +65,8 @@ func (db *DB) prepareNodes(ns []store.Node) { store.PrepareNodes(ns, db.be.NodeC
 func (db *DB) newPlanner(seed *planSeed) *planner {
 	ov := &overlay{base: db.be, nodes: map[store.Hash][]byte{}}
 	p := &planner{db: db, startHeads: map[string]uint64{}, branches: map[string]store.BranchRecord{},
-		revs: map[uint64]store.RevisionRecord{}, ov: ov, f: db.forest.WithStore(ov), dirty: map[string]bool{},
+		revs: map[uint64]store.RevisionRecord{}, ov: ov,
+		f: db.forest.WithStore(ov).WithPrepare(db.prepareNodes), dirty: map[string]bool{},
 		keys: map[string]bool{}, seeded: map[string]bool{}}
 	if seed != nil {
 		p.started, p.last, p.next, p.lastTime, p.epoch = true, seed.last, seed.last, seed.lastTime, seed.epoch
@@ -260,8 +261,9 @@ func (p *planner) one(r *request) {
 		p.keep(r)
 		return
 	}
-	// Compress now, outside the transaction that will store them: it holds the writer lock (and, shared, the
-	// file against other processes) and should do only B+tree work and the commit.
+	// Compress now (what the forest did not hand to prepareNodes while it built them), outside the transaction
+	// that will store them: it holds the writer lock (and, shared, the file against other processes) and should do
+	// only B+tree work and the commit.
 	p.db.prepareNodes(change.Nodes)
 	if _, err := p.ov.PutNodes(r.ctx, change.Nodes); err != nil {
 		fail(err)

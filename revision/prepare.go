@@ -1,0 +1,52 @@
+package revision
+
+import "github.com/strata-db/strata/store"
+
+// prepareBatchBytes is how many bytes of nodes a write collects before it hands them to the forest's prepare
+// function (Forest.WithPrepare). A point edit's few nodes never reach it, and are prepared with the rest of its
+// change; a 1,000,000-element document (87 MB of nodes) is prepared in 84 batches while its tree is built.
+const prepareBatchBytes = 1 << 20
+
+// preparer hands a write's nodes to a prepare function in batches, each on a goroutine of its own that waits for the
+// one before, so that at most one batch is prepared at a time and the write goes on building meanwhile. A write that
+// fails leaves its goroutines to finish on their own: they hold nothing but their batch.
+type preparer struct {
+	fn    func([]store.Node)
+	batch []store.Node
+	bytes int
+	sent  [][]store.Node // batches handed over: read only once last is closed
+	last  chan struct{}  // closed when the last batch handed over is prepared
+}
+
+func (p *preparer) add(h store.Hash, raw string) {
+	p.batch = append(p.batch, store.Node{Hash: h, Data: []byte(raw)})
+	if p.bytes += len(raw); p.bytes < prepareBatchBytes {
+		return
+	}
+	batch, prev, done := p.batch, p.last, make(chan struct{})
+	go func() {
+		if prev != nil {
+			<-prev
+		}
+		p.fn(batch)
+		close(done)
+	}()
+	p.sent, p.last = append(p.sent, batch), done
+	p.batch, p.bytes = nil, 0
+}
+
+// wait waits for the batches handed over and returns their nodes by address, with those of the batch not handed over
+// (nil if none was; p may be nil).
+func (p *preparer) wait() map[store.Hash]store.Node {
+	if p == nil || p.last == nil {
+		return nil
+	}
+	<-p.last
+	m := make(map[store.Hash]store.Node)
+	for _, b := range append(p.sent, p.batch) {
+		for _, n := range b {
+			m[n.Hash] = n
+		}
+	}
+	return m
+}
