@@ -32,7 +32,7 @@ func (t *txn) emit(c codec.Child, raw string) error {
 	t.overlay[c.Hash] = n
 	if t.f.prepare != nil {
 		if t.prep == nil {
-			t.prep = &preparer{fn: t.f.prepare}
+			t.prep = &preparer{ctx: t.ctx, fn: t.f.prepare}
 		}
 		t.prep.add(c.Hash, raw)
 	}

@@ -1,6 +1,10 @@
 package revision
 
-import "github.com/strata-db/strata/store"
+import (
+	"context"
+
+	"github.com/strata-db/strata/store"
+)
 
 // prepareBatchBytes is how many bytes of nodes a write collects before it hands them to the forest's prepare
 // function (Forest.WithPrepare). A point edit's few nodes never reach it, and are prepared with the rest of its
@@ -8,9 +12,13 @@ import "github.com/strata-db/strata/store"
 const prepareBatchBytes = 1 << 20
 
 // preparer hands a write's nodes to a prepare function in batches, each on a goroutine of its own that waits for the
-// one before, so that at most one batch is prepared at a time and the write goes on building meanwhile. A write that
-// fails leaves its goroutines to finish on their own: they hold nothing but their batch.
+// one before, so that at most one batch of a write is prepared at a time and the write goes on building meanwhile.
+// Every node the write builds is handed over, those that its result does not reach too (the intermediate versions
+// of a multi-operation patch, a merge's candidates): preparing them is wasted, not wrong. A write that fails leaves
+// its goroutines to finish on their own (they hold nothing but their batch); once its context is done they skip
+// what is left.
 type preparer struct {
+	ctx   context.Context
 	fn    func([]store.Node)
 	batch []store.Node
 	bytes int
@@ -31,7 +39,9 @@ func (p *preparer) add(h store.Hash, raw string) {
 		if prev != nil {
 			<-prev
 		}
-		p.fn(batch)
+		if p.ctx.Err() == nil {
+			p.fn(batch)
+		}
 		close(done)
 	}()
 	p.sent, p.last = append(p.sent, batch), done

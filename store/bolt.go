@@ -128,7 +128,7 @@ type Bolt struct {
 	revs   revCache // decoded revision records (see revCache)
 	// onCommit is BoltOptions.OnCommit.
 	onCommit func(CommitStats)
-	// index maps the nodes of a format-2 file to their chunks; nil for format 1. wmu is held by every write
+	// index maps the nodes of a file of format 2 or 3 (the chunk log) to their chunks; nil for format 1. wmu is held by every write
 	// transaction until the index has taken its changes, so that the next one sees them.
 	index *nodeIndex
 	wmu   sync.Mutex
@@ -234,7 +234,7 @@ func lockedError(path string, timeout time.Duration) error {
 }
 
 // init checks the meta bucket of an existing file, or creates the buckets of a new one, and loads the node index of a
-// format-2 file.
+// file of format 2 or 3.
 func (b *Bolt) init(o *BoltOptions) error {
 	state := "new"
 	format := ""
@@ -436,7 +436,7 @@ var errNoCommit = errors.New("nothing to commit")
 // update runs fn in a write transaction and commits it durably. An error from fn or a canceled ctx rolls back
 // with no effect; a failed commit stops the store (ErrFailStop).
 //
-// fn is given the transaction's view of the nodes of a format-2 file (nil for format 1); the index takes its changes
+// fn is given the transaction's view of the nodes of a file of format 2 or 3 (nil for format 1); the index takes its changes
 // once the commit has succeeded.
 func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (err error) {
 	if err := b.usable(); err != nil {
@@ -509,7 +509,7 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (er
 	return nil
 }
 
-// nodeTx returns tx's view of the nodes of a format-2 file, or nil for format 1.
+// nodeTx returns tx's view of the nodes of a file of format 2 or 3, or nil for format 1.
 func (b *Bolt) nodeTx(tx *bolt.Tx) *nodeTx {
 	if b.index == nil {
 		return nil
@@ -659,7 +659,7 @@ func encodeNodes(ctx context.Context, nodes []Node, c Codec) ([][]byte, error) {
 	return stored, nil
 }
 
-// putNodes stores each node not already present: in chunks (format 2, nt set) or by hash (format 1).
+// putNodes stores each node not already present: in chunks (formats 2 and 3, nt set) or by hash (format 1).
 func putNodes(tx *bolt.Tx, nt *nodeTx, nodes []Node, stored [][]byte) (PutStats, error) {
 	if nt != nil {
 		return nt.put(nodes, stored)

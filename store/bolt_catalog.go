@@ -31,10 +31,10 @@ func (b *Bolt) View(ctx context.Context, fn func(CatalogReader) error) error {
 	return b.view(func(tx *bolt.Tx) error { return fn(&boltCat{tx: tx, b: b}) })
 }
 
-// Update implements Backend: fn's writes, nodes included, commit in one durable bbolt transaction, or not at all.
 // NodeCodec implements Backend: zstd in a format-3 file, S2 in the older formats.
 func (b *Bolt) NodeCodec() Codec { return b.codec }
 
+// Update implements Backend: fn's writes, nodes included, commit in one durable bbolt transaction, or not at all.
 func (b *Bolt) Update(ctx context.Context, fn func(CatalogTx) error) error {
 	return b.update(ctx, func(tx *bolt.Tx, nt *nodeTx) error {
 		c := &boltCat{tx: tx, b: b, nt: nt}
@@ -53,7 +53,7 @@ var _ Backend = (*Bolt)(nil)
 type boltCat struct {
 	tx    *bolt.Tx
 	b     *Bolt
-	nt    *nodeTx // the nodes of a format-2 file in a write transaction; nil for format 1 or a read
+	nt    *nodeTx // the nodes of a file of format 2 or 3 in a write transaction; nil for format 1 or a read
 	wrote bool
 }
 

@@ -10,10 +10,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Format 2 keeps nodes in an append-only log inside the bbolt file (docs/storage.md §4). Format 1 kept each node at
+// Formats 2 and 3 keep nodes in an append-only log inside the bbolt file (docs/storage.md §4). Format 1 kept each node at
 // its SHA-256 address in one B+tree: every new node landed on a random leaf, so a commit of four new nodes rewrote
 // four or more leaf pages and the branch pages above them (more as the tree grew a level), a bulk load split pages
-// all over the tree, and the file held part-full pages for good (2.3–2.5× the stored bytes). In format 2 the nodes
+// all over the tree, and the file held part-full pages for good (2.3–2.5× the stored bytes). Since format 2 the nodes
 // one write adds are concatenated into one chunk at the next sequence number, so a commit appends at the right edge
 // of two buckets and its pages are full; the hash → place map lives in memory, loaded from the compact chunk index
 // when the file is opened (40 bytes a node, read in key order).
@@ -28,9 +28,10 @@ var (
 
 const (
 	// maxChunk bounds a chunk's bytes: a bulk write becomes several chunks, so that removing part of one rewrites
-	// at most this much of the index, and reading one node never maps more than this. bbolt stores a value this
-	// large alone on a run of pages behind a page header (16 bytes), an element header (16) and its key (8): 256 KiB
-	// less those fills exactly 64 pages of 4 KiB (or 16 of 16 KiB), where 256 KiB took a 65th for 40 bytes.
+	// at most this much of the index, and reading one node never maps more than this. In a bbolt page a value
+	// comes behind the page header (16 bytes), its element header (16) and its key (8), and a leaf holds at least
+	// two entries: n full chunks of 256 KiB less those 40 bytes fit n×64 pages of 4 KiB (or n×16 of 16 KiB),
+	// where 256 KiB a chunk took a page more for every chunk.
 	maxChunk = 256<<10 - chunkPageOverhead
 
 	chunkPageOverhead = 16 + 16 + 8
@@ -44,7 +45,7 @@ type loc struct {
 	off, n uint32
 }
 
-// nodeIndex maps each node of a format-2 file to its place. A write transaction's additions enter it just before
+// nodeIndex maps each node of a file of format 2 or 3 to its place. A write transaction's additions enter it just before
 // bbolt commits (a reader sees the commit's heads as soon as its meta page is written, and must then find their
 // nodes; one whose transaction is older does not have the chunk, and finds the node missing, as it should), its
 // removals once the commit has succeeded; all under the Bolt's writer mutex, so that the next write transaction sees
@@ -152,8 +153,8 @@ func (x *nodeIndex) hashes(after *Hash, limit int) []Hash {
 	return out
 }
 
-// nodeTx is one transaction's view of a format-2 file's nodes: the index, with what the transaction has added and
-// removed on top.
+// nodeTx is one transaction's view of the nodes of a file of format 2 or 3: the index, with what the transaction
+// has added and removed on top.
 type nodeTx struct {
 	x   *nodeIndex
 	tx  *bolt.Tx

@@ -124,7 +124,7 @@ func TestBoltContextCanceled(t *testing.T) {
 }
 
 func TestBoltReopen(t *testing.T) {
-	t.Run("format 2", func(t *testing.T) { testBoltReopen(t, nil) })
+	t.Run("format 3", func(t *testing.T) { testBoltReopen(t, nil) })
 	t.Run("format 1", func(t *testing.T) { testBoltReopen(t, format1()) })
 }
 
@@ -249,7 +249,7 @@ func TestBoltRefusesWrongHash(t *testing.T) {
 
 // A stored value changed behind the store's back is reported as corrupt, never returned.
 func TestBoltDetectsCorruptValue(t *testing.T) {
-	t.Run("format 2", func(t *testing.T) {
+	t.Run("format 3", func(t *testing.T) {
 		testBoltDetectsCorruptValue(t, nil, func(tx *bolt.Tx, nodes []store.Node) error {
 			// Both nodes are in chunk 1; node 0 gets node 1's bytes, which hash to node 1's address.
 			key := binary.BigEndian.AppendUint64(nil, 1)

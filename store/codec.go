@@ -32,8 +32,10 @@ const (
 )
 
 // maxNodeBytes bounds what a stored zstd frame may claim to decode to, so that a damaged one cannot make a read
-// allocate without limit. Nodes are at most a few tens of KiB (revision cuts them at 16 KiB plus one entry).
-const maxNodeBytes = 256 << 20
+// allocate without limit. Nodes are cut at 16 KiB plus one entry, but an entry (one long object key, one long
+// number) has no bound of its own: a node larger than this is stored with S2, whose decoder allocates only what the
+// block's own bytes can produce.
+var maxNodeBytes = 256 << 20 // a variable for tests only
 
 var (
 	// The fastest level: on the benchmark's nodes the default level compressed no better (0.0862) and 11% slower.
@@ -47,7 +49,7 @@ var (
 		return e
 	})
 	zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
-		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxNodeBytes))
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(uint64(maxNodeBytes)))
 		if err != nil {
 			panic(err) // only for invalid options
 		}
@@ -58,7 +60,7 @@ var (
 // encodeStored returns the stored form of canonical node bytes in codec c.
 func encodeStored(data []byte, c Codec) []byte {
 	var out []byte
-	if c == CodecZstd {
+	if c == CodecZstd && len(data) <= maxNodeBytes {
 		out = zstdEncoder().EncodeAll(data, make([]byte, 1, 1+len(data)/4))
 		out[0] = codecZstd
 	} else {
@@ -139,11 +141,11 @@ func decodeStored(h Hash, stored []byte) ([]byte, error) {
 	case codecZstd:
 		data, err = zstdDecoder().DecodeAll(stored[1:], nil)
 	default:
-		return nil, fmt.Errorf("%w: node %s has unknown codec %d: it was written by a newer strata build, or the "+
-			"file is damaged", ErrCorruptNode, h.Short(), stored[0])
+		return nil, fmt.Errorf("%w: node %s has unknown codec %d: it was written by a newer strata build, or it is "+
+			"damaged", ErrCorruptNode, h.Short(), stored[0])
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: node %s: %v", ErrCorruptNode, h.Short(), err)
+		return nil, fmt.Errorf("%w: node %s: %w", ErrCorruptNode, h.Short(), err)
 	}
 	if HashOf(data) != h {
 		return nil, fmt.Errorf("%w: node %s does not match its hash", ErrCorruptNode, h.Short())

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // Every codec's stored form decodes to the node's bytes, and a damaged one is reported as corrupt, never returned.
@@ -47,20 +49,35 @@ func TestCodecsRoundTripAndDamage(t *testing.T) {
 	}
 }
 
-// A zstd frame whose header claims more than maxNodeBytes is refused before anything that size is allocated.
+// A zstd frame whose header claims more than maxNodeBytes (but less than the library's own 64 GiB bound) is refused
+// for its size, before anything that size is allocated.
 func TestZstdFrameClaimingHugeSizeIsRefused(t *testing.T) {
-	// Magic, a frame header descriptor for a single segment with an 8-byte content size, the size (4 GiB), then one
-	// last RLE block of 128 KiB of 'x'.
+	// Magic, a frame header descriptor for a single segment with an 8-byte content size, the size (300 MiB), then
+	// one last RLE block of 128 KiB of 'x'.
 	frame := binary.LittleEndian.AppendUint32(nil, 0xFD2FB528)
 	frame = append(frame, 0xE0)
-	frame = binary.LittleEndian.AppendUint64(frame, 4<<30)
+	frame = binary.LittleEndian.AppendUint64(frame, 300<<20)
 	hdr := uint32(1) | 1<<1 | (128<<10)<<3
 	frame = append(frame, byte(hdr), byte(hdr>>8), byte(hdr>>16), 'x')
 	_, err := decodeStored(Hash{}, append([]byte{codecZstd}, frame...))
-	if !errors.Is(err, ErrCorruptNode) {
-		t.Fatalf("decode of a frame claiming 4 GiB: %v; want ErrCorruptNode", err)
+	if !errors.Is(err, ErrCorruptNode) || !errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		t.Fatalf("decode of a frame claiming 300 MiB: %v; want ErrCorruptNode for its size", err)
 	}
-	t.Log(err)
+}
+
+// A node larger than maxNodeBytes is stored with S2 even where zstd is the codec: a zstd frame that large could
+// never be read back under the decoder's bound.
+func TestNodeOverZstdBoundIsStoredWithS2(t *testing.T) {
+	defer func(n int) { maxNodeBytes = n }(maxNodeBytes)
+	maxNodeBytes = 1 << 10
+	data := []byte(strings.Repeat("a long object key ", 200))
+	s := encodeStored(data, CodecZstd)
+	if s[0] != codecS2 {
+		t.Fatalf("a %d-byte node over a %d-byte bound was stored with codec %d, want S2", len(data), maxNodeBytes, s[0])
+	}
+	if got, err := decodeStored(HashOf(data), s); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("decode: %v", err)
+	}
 }
 
 // Which stored forms a backend keeps as PrepareNodes made them: a backend writing S2 never stores zstd.

@@ -50,10 +50,10 @@ func (m *MemBackend) View(ctx context.Context, fn func(CatalogReader) error) err
 	return fn(&memTx{mem: m.Mem, c: &m.cat})
 }
 
-// Update implements Backend. Writes go to a copy of the catalog that replaces the original only when fn succeeds.
 // NodeCodec implements Backend: S2, the faster of the two (memory is not kept).
 func (m *MemBackend) NodeCodec() Codec { return CodecS2 }
 
+// Update implements Backend. Writes go to a copy of the catalog that replaces the original only when fn succeeds.
 func (m *MemBackend) Update(ctx context.Context, fn func(CatalogTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err

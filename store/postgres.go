@@ -30,7 +30,8 @@ import (
 //	                  revision records, commit count: the row every
 //	                  write of the database locks first (SELECT … FOR UPDATE), so that the writers of one database,
 //	                  in any number of processes, take turns, and revision numbers stay gap-free
-//	strata_nodes      (db, hash) → the node as bbolt stores it (codec byte + S2 block); put-if-absent
+//	strata_nodes      (db, hash) → the node's stored form (codec byte + S2 block, as in a format-2 bbolt file);
+//	                  put-if-absent
 //	strata_revs       (db, n) → revision record (sealed JSON, as in bbolt)
 //	strata_branches   (db, name) → branch record
 //	strata_labels     (db, name) → label record

@@ -236,13 +236,13 @@ func (d *PostgresDB) begin(ctx context.Context) (*pgCat, error) {
 	}
 }
 
-// Update implements Backend: fn's writes, nodes included, commit in one PostgreSQL transaction, or not at all.
-// A commit whose connection is lost while COMMIT is under way returns an error wrapping ErrUnavailable that says its
-// outcome is unknown: it may have been made. It never returns nil for a commit that was not made.
 // NodeCodec implements Backend: S2, because several servers share one database, and during an upgrade an older one
 // could not read zstd nodes.
 func (d *PostgresDB) NodeCodec() Codec { return CodecS2 }
 
+// Update implements Backend: fn's writes, nodes included, commit in one PostgreSQL transaction, or not at all.
+// A commit whose connection is lost while COMMIT is under way returns an error wrapping ErrUnavailable that says its
+// outcome is unknown: it may have been made. It never returns nil for a commit that was not made.
 func (d *PostgresDB) Update(ctx context.Context, fn func(CatalogTx) error) error {
 	return d.update(ctx, func(c *pgCat) error { return fn(c) })
 }

@@ -38,7 +38,7 @@ type Shared struct {
 	lastUse  time.Time
 	walked   bool
 	index    *nodeIndex // the node index, kept across reopens: a reopen loads only the chunks added since
-	codec    Codec      // the file's NodeCodec when first opened (a file replaced since re-encodes what it must)
+	codec    Codec      // the file's NodeCodec as of its last open
 	closed   bool
 	wait     *os.File
 	opens    int
@@ -94,8 +94,8 @@ func OpenShared(path string, opts *SharedOptions) (*Shared, error) {
 		w.Close()
 		return nil, err
 	}
-	s.codec = b.codec
 	s.release(nil)
+	_ = b
 	return s, nil
 }
 
@@ -142,7 +142,7 @@ func (s *Shared) open() error {
 	if err != nil {
 		return err
 	}
-	s.b, s.walked, s.openedAt, s.index = b, true, time.Now(), b.index
+	s.b, s.walked, s.openedAt, s.index, s.codec = b, true, time.Now(), b.index, b.codec
 	s.opens++
 	return nil
 }
@@ -251,10 +251,15 @@ func (s *Shared) View(ctx context.Context, fn func(CatalogReader) error) error {
 	return err
 }
 
-// Update implements Backend.
-// NodeCodec implements Backend.
-func (s *Shared) NodeCodec() Codec { return s.codec }
+// NodeCodec implements Backend: the file's, as of its last open (a file replaced since by one of another format
+// re-encodes at PutNodes what it does not write).
+func (s *Shared) NodeCodec() Codec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.codec
+}
 
+// Update implements Backend.
 func (s *Shared) Update(ctx context.Context, fn func(CatalogTx) error) error {
 	b, err := s.acquire()
 	if err != nil {
