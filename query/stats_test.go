@@ -47,13 +47,24 @@ func TestEngineStats(t *testing.T) {
 	if st.WorkersStarted != 1 || st.WorkersTimedOut+st.WorkersCanceled+st.WorkersCrashed+st.WorkersRetired != 0 {
 		t.Errorf("workers: %+v; want one started and reused", st)
 	}
-	if err := run(`def f: f; f`); !errors.Is(err, ErrTimeout) {
-		t.Fatalf("a program that never ends: %v", err)
+	// A worker whose program has not answered by the deadline plus a grace is killed. A worker can also stop the
+	// program at the deadline by itself and answer in time (gojq checks its context between operations), as one did
+	// once under a loaded CI run: then nothing is killed, and the attempt is made again.
+	for attempt := 1; ; attempt++ {
+		before := e.Stats()
+		if err := run(`def f: f; f`); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("a program that never ends: %v", err)
+		}
+		if err := run(`.items | map(. * 2)`); err != nil {
+			t.Fatal(err)
+		}
+		st = e.Stats()
+		if st.WorkersTimedOut > before.WorkersTimedOut || attempt == 3 {
+			break
+		}
+		t.Logf("attempt %d: the worker stopped the program itself, nothing was killed: %+v", attempt, st)
 	}
-	if err := run(`.items | map(. * 2)`); err != nil {
-		t.Fatal(err)
-	}
-	if st = e.Stats(); st.WorkersTimedOut != 1 || st.WorkersStarted != 2 {
+	if st.WorkersTimedOut != 1 || st.WorkersStarted != 2 {
 		t.Errorf("after a worker killed at its deadline: %+v; want it counted, and one more started", st)
 	}
 }
