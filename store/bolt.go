@@ -128,8 +128,8 @@ type Bolt struct {
 	revs   revCache // decoded revision records (see revCache)
 	// onCommit is BoltOptions.OnCommit.
 	onCommit func(CommitStats)
-	// index maps the nodes of a file of format 2 or 3 (the chunk log) to their chunks; nil for format 1. wmu is held by every write
-	// transaction until the index has taken its changes, so that the next one sees them.
+	// index maps the nodes of a file of format 2 or 3 (the chunk log) to their chunks; nil for format 1. wmu is
+	// held by every write transaction until the index has taken its changes, so that the next one sees them.
 	index *nodeIndex
 	wmu   sync.Mutex
 	// codec is what new nodes are compressed with: zstd in format 3, S2 in the formats earlier builds wrote.
@@ -436,8 +436,8 @@ var errNoCommit = errors.New("nothing to commit")
 // update runs fn in a write transaction and commits it durably. An error from fn or a canceled ctx rolls back
 // with no effect; a failed commit stops the store (ErrFailStop).
 //
-// fn is given the transaction's view of the nodes of a file of format 2 or 3 (nil for format 1); the index takes its changes
-// once the commit has succeeded.
+// fn is given the transaction's view of the nodes of a file of format 2 or 3 (nil for format 1); the index takes its
+// changes once the commit has succeeded.
 func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (err error) {
 	if err := b.usable(); err != nil {
 		return err

@@ -10,13 +10,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Formats 2 and 3 keep nodes in an append-only log inside the bbolt file (docs/storage.md §4). Format 1 kept each node at
-// its SHA-256 address in one B+tree: every new node landed on a random leaf, so a commit of four new nodes rewrote
-// four or more leaf pages and the branch pages above them (more as the tree grew a level), a bulk load split pages
-// all over the tree, and the file held part-full pages for good (2.3–2.5× the stored bytes). Since format 2 the nodes
-// one write adds are concatenated into one chunk at the next sequence number, so a commit appends at the right edge
-// of two buckets and its pages are full; the hash → place map lives in memory, loaded from the compact chunk index
-// when the file is opened (40 bytes a node, read in key order).
+// Formats 2 and 3 keep nodes in an append-only log inside the bbolt file (docs/storage.md §4). Format 1 kept each
+// node at its SHA-256 address in one B+tree: every new node landed on a random leaf, so a commit of four new nodes
+// rewrote four or more leaf pages and the branch pages above them (more as the tree grew a level), a bulk load split
+// pages all over the tree, and the file held part-full pages for good (2.3–2.5× the stored bytes). Since format 2
+// the nodes one write adds are concatenated into one chunk at the next sequence number, so a commit appends at the
+// right edge of two buckets and its pages are full; the hash → place map lives in memory, loaded from the compact
+// chunk index when the file is opened (40 bytes a node, read in key order).
 var (
 	bucketChunks   = []byte("chunks")   // be64(chunk) → the stored forms of its nodes, concatenated
 	bucketChunkIdx = []byte("chunkidx") // be64(chunk) → per node: hash (32) ‖ be32(offset) ‖ be32(length)
@@ -45,11 +45,11 @@ type loc struct {
 	off, n uint32
 }
 
-// nodeIndex maps each node of a file of format 2 or 3 to its place. A write transaction's additions enter it just before
-// bbolt commits (a reader sees the commit's heads as soon as its meta page is written, and must then find their
-// nodes; one whose transaction is older does not have the chunk, and finds the node missing, as it should), its
-// removals once the commit has succeeded; all under the Bolt's writer mutex, so that the next write transaction sees
-// every change of the previous ones. A failed commit drops the whole map (the store stops; a reopen reloads it).
+// nodeIndex maps each node of a file of format 2 or 3 to its place. A write transaction's additions enter it just
+// before bbolt commits (a reader sees the commit's heads as soon as its meta page is written, and must then find
+// their nodes; one whose transaction is older does not have the chunk, and finds the node missing, as it should),
+// its removals once the commit has succeeded; all under the Bolt's writer mutex, so that the next write transaction
+// sees every change of the previous ones. A failed commit drops the whole map (the store stops; a reopen reloads it).
 type nodeIndex struct {
 	mu   sync.RWMutex
 	m    map[Hash]loc

@@ -14,6 +14,9 @@ type Mem struct {
 }
 
 // NewMem returns an empty in-memory node store.
+// memCodec is what Mem and MemBackend compress nodes with: S2, the faster of the two (memory is not kept).
+const memCodec = CodecS2
+
 func NewMem() *Mem { return &Mem{nodes: make(map[Hash][]byte)} }
 
 // GetNodes implements NodeReader.
@@ -44,7 +47,7 @@ func (m *Mem) PutNodes(ctx context.Context, nodes []Node) (PutStats, error) {
 		if _, ok := m.nodes[n.Hash]; ok {
 			continue
 		}
-		stored := storedForm(n, CodecS2)
+		stored := storedForm(n, memCodec)
 		m.nodes[n.Hash] = stored
 		m.bytes += int64(len(stored))
 		st.Nodes++

@@ -50,8 +50,8 @@ func (m *MemBackend) View(ctx context.Context, fn func(CatalogReader) error) err
 	return fn(&memTx{mem: m.Mem, c: &m.cat})
 }
 
-// NodeCodec implements Backend: S2, the faster of the two (memory is not kept).
-func (m *MemBackend) NodeCodec() Codec { return CodecS2 }
+// NodeCodec implements Backend: memCodec.
+func (m *MemBackend) NodeCodec() Codec { return memCodec }
 
 // Update implements Backend. Writes go to a copy of the catalog that replaces the original only when fn succeeds.
 func (m *MemBackend) Update(ctx context.Context, fn func(CatalogTx) error) error {
@@ -218,7 +218,7 @@ func (t *memTx) PutNodes(nodes []Node) (PutStats, error) {
 			continue
 		}
 		t.pending[n.Hash] = true
-		n.stored = storedForm(n, CodecS2) // once: the commit stores this same form
+		n.stored = storedForm(n, memCodec) // once: the commit stores this same form
 		t.nodes = append(t.nodes, n)
 		st.Nodes++
 		st.RawBytes += int64(len(n.Data))

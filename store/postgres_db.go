@@ -376,7 +376,7 @@ func (d *PostgresDB) PutNodes(ctx context.Context, nodes []Node) (PutStats, erro
 		return PutStats{}, nil
 	}
 	// Hash and compress before the transaction, so that the row lock is held only for the inserts.
-	stored, err := encodeNodes(ctx, nodes, CodecS2)
+	stored, err := encodeNodes(ctx, nodes, d.NodeCodec())
 	if err != nil {
 		return PutStats{}, err
 	}
@@ -692,7 +692,7 @@ func (c *pgCat) PutNodes(nodes []Node) (PutStats, error) {
 	if len(nodes) == 0 {
 		return PutStats{}, nil
 	}
-	stored, err := encodeNodes(c.ctx, nodes, CodecS2)
+	stored, err := encodeNodes(c.ctx, nodes, c.d.NodeCodec())
 	if err != nil {
 		return PutStats{}, err
 	}

@@ -29,8 +29,8 @@ func (h Hash) Short() string { return hex.EncodeToString(h[:6]) }
 type Node struct {
 	Hash Hash
 	Data []byte // canonical, uncompressed bytes; HashOf(Data) == Hash
-	// stored, if set, is encodeStored(Data, codec), made ahead of time by PrepareNodes so that a backend need not compress
-	// inside its write transaction (while it holds the writer lock, and the file against other processes).
+	// stored, if set, is encodeStored(Data, codec), made ahead of time by PrepareNodes so that a backend need not
+	// compress inside its write transaction (while it holds the writer lock, and the file against other processes).
 	// PrepareNodes sets it only after checking that Data hashes to Hash, so a node that has it needs no check again.
 	stored []byte
 }
