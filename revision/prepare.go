@@ -18,23 +18,31 @@ const prepareBatchBytes = 1 << 20
 // its goroutines to finish on their own (they hold nothing but their batch); once its context is done they skip
 // what is left.
 type preparer struct {
-	ctx   context.Context
-	fn    func([]store.Node)
-	batch []store.Node
-	bytes int
-	sent  [][]store.Node // batches handed over: read only once last is closed
-	last  chan struct{}  // closed when the last batch handed over is prepared
-	// byHash is what wait returned, until the next add: a merge asks for the nodes of each of its conflicts.
+	ctx context.Context
+	fn  func([]store.Node)
+	// The nodes not handed over yet: copied into a batch only when they are, so that a point edit, whose few nodes
+	// never fill one, costs an append and no copy.
+	hashes []store.Hash
+	raws   []string
+	bytes  int
+	sent   [][]store.Node // batches handed over: read only once last is closed
+	last   chan struct{}  // closed when the last batch handed over is prepared
+	// byHash is what wait returned, until a batch is handed over again: a merge asks for the nodes of each of its
+	// conflicts.
 	byHash map[store.Hash]store.Node
 }
 
 func (p *preparer) add(h store.Hash, raw string) {
-	p.byHash = nil
-	p.batch = append(p.batch, store.Node{Hash: h, Data: []byte(raw)})
+	p.hashes, p.raws = append(p.hashes, h), append(p.raws, raw)
 	if p.bytes += len(raw); p.bytes < prepareBatchBytes {
 		return
 	}
-	batch, prev, done := p.batch, p.last, make(chan struct{})
+	batch := make([]store.Node, len(p.hashes))
+	for i, h := range p.hashes {
+		batch[i] = store.Node{Hash: h, Data: []byte(p.raws[i])}
+	}
+	p.hashes, p.raws, p.bytes = p.hashes[:0], p.raws[:0], 0
+	prev, done := p.last, make(chan struct{})
 	go func() {
 		if prev != nil {
 			<-prev
@@ -44,12 +52,10 @@ func (p *preparer) add(h store.Hash, raw string) {
 		}
 		close(done)
 	}()
-	p.sent, p.last = append(p.sent, batch), done
-	p.batch, p.bytes = nil, 0
+	p.sent, p.last, p.byHash = append(p.sent, batch), done, nil
 }
 
-// wait waits for the batches handed over and returns their nodes by address, with those of the batch not handed over
-// (nil if none was; p may be nil).
+// wait waits for the batches handed over and returns their nodes by address (nil if none was; p may be nil).
 func (p *preparer) wait() map[store.Hash]store.Node {
 	if p == nil || p.last == nil {
 		return nil
@@ -57,7 +63,7 @@ func (p *preparer) wait() map[store.Hash]store.Node {
 	if p.byHash == nil {
 		<-p.last
 		p.byHash = make(map[store.Hash]store.Node)
-		for _, b := range append(p.sent, p.batch) {
+		for _, b := range p.sent {
 			for _, n := range b {
 				p.byHash[n.Hash] = n
 			}
