@@ -308,14 +308,16 @@ type inTxError struct {
 func (e *inTxError) Error() string { return e.err.Error() }
 
 type planned struct {
-	r      *request
-	rec    store.RevisionRecord // the new revision, or for a no-op the head it leaves as it is
-	change *revision.Change     // what the request built (nil for a no-op): its nodes are remembered once stored
-	nodes  []store.Node
+	r   *request
+	rec store.RevisionRecord // the new revision, or for a no-op the head it leaves as it is
+	// change is what the request built, its nodes stored with the revision and remembered once committed; nil for a
+	// no-op: the write changes nothing, so no revision, but its idempotency key is recorded.
+	change *revision.Change
 	branch store.BranchRecord
-	noop   bool         // the write changes nothing: no revision, but its idempotency key is recorded
 	marks  []schemaMark // values found valid against their schemas, remembered with the revision
 }
+
+func (p *planned) noop() bool { return p.change == nil }
 
 // commitGroup computes every request of the group on the current heads (each on top of the ones before it on the
 // same branch), then writes them all in one transaction. If another process committed in between, it starts over.
@@ -378,7 +380,7 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 			// (and for any whose InTx hook runs, so that the hook sees its own revision as the head).
 			lastOn := map[string]int{}
 			for i := range plans {
-				if !plans[i].noop {
+				if !plans[i].noop() {
 					lastOn[plans[i].branch.Name] = i
 				}
 			}
@@ -393,7 +395,7 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 						}
 					}
 				}
-				if p.noop {
+				if p.noop() {
 					// Nothing changes; the key still records the answer, so that a retry gets the same one.
 					if k := p.r.opts.IdempotencyKey; k != "" {
 						if err := tx.SetIdempotent(k, p.rec.Number); err != nil {
@@ -405,7 +407,7 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 					}
 					continue
 				}
-				st, err := tx.PutNodes(p.nodes)
+				st, err := tx.PutNodes(p.change.Nodes)
 				if err != nil {
 					return err
 				}
@@ -467,7 +469,7 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 		}
 		if err == nil {
 			for _, p := range plans {
-				if p.change != nil {
+				if !p.noop() {
 					db.forest.Remember(p.change)
 				}
 			}
@@ -476,7 +478,7 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 			switch {
 			case err != nil:
 				p.r.done <- outcome{err: err}
-			case p.noop:
+			case p.noop():
 				p.r.done <- outcome{res: resultOf(p.rec, false).unchanged()}
 			default:
 				p.r.done <- outcome{res: resultOf(p.rec, false)}
@@ -493,7 +495,7 @@ func (db *DB) groupEvent(plans []planned, took time.Duration, err error) {
 	var ie *inTxError
 	if err == nil {
 		for i := range plans {
-			if !plans[i].noop {
+			if !plans[i].noop() {
 				ev.Revisions++
 				ev.Nodes += plans[i].rec.NewNodes
 				ev.Bytes += plans[i].rec.NewBytes

@@ -257,7 +257,7 @@ func (p *planner) one(r *request) {
 	}
 	if change.Root == root && len(extra) == 0 {
 		// Nothing changes: no empty revision. Answered once the group is durable, naming the head.
-		p.plans = append(p.plans, planned{r: r, rec: head, branch: b, noop: true})
+		p.plans = append(p.plans, planned{r: r, rec: head, branch: b})
 		p.keep(r)
 		return
 	}
@@ -290,7 +290,7 @@ func (p *planner) one(r *request) {
 	p.branches[b.Name] = b
 	p.revs[p.next] = rec
 	p.dirty[b.Name] = true
-	p.plans = append(p.plans, planned{r: r, rec: rec, change: change, nodes: change.Nodes, branch: b, marks: marks})
+	p.plans = append(p.plans, planned{r: r, rec: rec, change: change, branch: b, marks: marks})
 	p.keep(r)
 }
 
