@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 func indexTestNodes(seed, n int) []Node {
@@ -141,5 +142,43 @@ func TestSharedIndexAfterFailedCommit(t *testing.T) {
 				t.Fatalf("node %s after the failed commit and a reopen: %v", n.Hash.Short(), err)
 			}
 		}
+	}
+}
+
+// Shared's NodeCodec, the hint writers compress with, follows the file it reopens: a format-2 file says S2, and once
+// a format-3 file has replaced it (a restore, say), zstd.
+func TestSharedCodecFollowsTheFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "db.strata")
+	s, err := OpenShared(path, &SharedOptions{Bolt: BoltOptions{format: boltFormat2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if c := s.NodeCodec(); c != CodecS2 {
+		t.Fatalf("format-2 file: NodeCodec %d, want S2", c)
+	}
+	newer := filepath.Join(dir, "newer.strata")
+	b, err := OpenBolt(newer, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	// Shared closes the file once its linger passes; the next call opens what is at the path then.
+	s.mu.Lock()
+	for s.b != nil {
+		s.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		s.mu.Lock()
+	}
+	s.mu.Unlock()
+	if err := os.Rename(newer, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.NodeHashes(context.Background(), nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.NodeCodec(); c != CodecZstd {
+		t.Fatalf("after a format-3 file replaced it: NodeCodec %d, want zstd", c)
 	}
 }
