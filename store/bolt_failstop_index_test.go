@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// failingBolt opens a format-2 Bolt whose file the test can close (so that the next commit fails), with hook called
-// from OnCommit for a failed commit once armed.
-func failingBolt(t *testing.T, hook func()) (b *Bolt, breakFile func(), arm func()) {
+// failingBolt opens a Bolt (format 3) whose commits the test can make fail: failCommit closes the file, arms hook
+// (called from OnCommit for the failed commit) and puts nodes, which must fail with ErrFailStop.
+func failingBolt(t *testing.T, hook func()) (b *Bolt, failCommit func(nodes []Node)) {
 	t.Helper()
 	var mu sync.Mutex
 	var file *os.File
@@ -40,8 +40,16 @@ func failingBolt(t *testing.T, hook func()) (b *Bolt, breakFile func(), arm func
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	return b, func() { mu.Lock(); file.Close(); mu.Unlock() },
-		func() { mu.Lock(); armed = true; mu.Unlock() }
+	return b, func(nodes []Node) {
+		t.Helper()
+		mu.Lock()
+		file.Close()
+		armed = true
+		mu.Unlock()
+		if err := putIn(b, nodes); !errors.Is(err, ErrFailStop) {
+			t.Fatalf("failing commit = %v, want ErrFailStop", err)
+		}
+	}
 }
 
 func putIn(b *Bolt, nodes []Node) error {
@@ -55,7 +63,7 @@ func TestWriterQueuedBehindFailedCommit(t *testing.T) {
 	var second error
 	done := make(chan struct{})
 	var b *Bolt
-	b, breakFile, arm := failingBolt(t, func() {
+	b, failCommit := failingBolt(t, func() {
 		go func() {
 			defer close(done)
 			second = putIn(b, indexTestNodes(12, 3))
@@ -65,11 +73,7 @@ func TestWriterQueuedBehindFailedCommit(t *testing.T) {
 	if err := putIn(b, indexTestNodes(10, 3)); err != nil {
 		t.Fatal(err)
 	}
-	breakFile()
-	arm()
-	if err := putIn(b, indexTestNodes(11, 3)); !errors.Is(err, ErrFailStop) {
-		t.Fatalf("failing commit = %v, want ErrFailStop", err)
-	}
+	failCommit(indexTestNodes(11, 3))
 	<-done
 	if !errors.Is(second, ErrFailStop) || strings.Contains(second.Error(), "bbolt failed") {
 		t.Errorf("the writer queued behind the failed commit got %v, want a plain ErrFailStop", second)
@@ -87,7 +91,7 @@ func TestReaderDuringFailedCommitNotMissing(t *testing.T) {
 	var readErr error
 	done := make(chan struct{})
 	var b *Bolt
-	b, breakFile, arm := failingBolt(t, func() {
+	b, failCommit := failingBolt(t, func() {
 		entered := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -105,11 +109,7 @@ func TestReaderDuringFailedCommitNotMissing(t *testing.T) {
 	if err := putIn(b, good); err != nil {
 		t.Fatal(err)
 	}
-	breakFile()
-	arm()
-	if err := putIn(b, indexTestNodes(21, 3)); !errors.Is(err, ErrFailStop) {
-		t.Fatalf("failing commit = %v, want ErrFailStop", err)
-	}
+	failCommit(indexTestNodes(21, 3))
 	<-done
 	var m *MissingError
 	if errors.As(readErr, &m) {
