@@ -68,7 +68,8 @@ func startServe(t *testing.T, s *session, extra ...string) *served {
 		t.Fatalf("strata serve did not start: %v (%q, %v)", err, line, <-done)
 	}
 	sv.stderr.Write([]byte(line))
-	go io.Copy(sv.stderr, br)
+	copied := make(chan struct{}) // the server's last lines are in sv.stderr once stop returns
+	go func() { io.Copy(sv.stderr, br); close(copied) }()
 	i := strings.LastIndex(line, "://") // the data location may be a URL too
 	j := strings.Index(line, "/mcp")
 	if i < 0 || j < i {
@@ -85,6 +86,7 @@ func startServe(t *testing.T, s *session, extra ...string) *served {
 			cancel()
 			select {
 			case stopErr = <-done:
+				<-copied // the pipe is closed: the copy ends at EOF
 			case <-time.After(20 * time.Second):
 				t.Error("strata serve did not stop within 20 s of its context ending")
 			}
