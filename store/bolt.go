@@ -32,14 +32,16 @@ var (
 )
 
 // BoltFormat is the file format version this build writes, recorded under strata-format in the meta bucket. It
-// reads formats 1 (nodes keyed by hash in one B+tree; see bolt_nodes.go) and 2 (format 3's layout, nodes compressed
-// with S2 only) too, and keeps writing such files in their format, so that the builds that made them can still read
-// them. Format 3 compresses new nodes with zstd (codec.go).
-const BoltFormat = "3"
+// reads formats 1 (nodes keyed by hash in one B+tree; see bolt_nodes.go), 2 (the chunk log, nodes compressed with
+// S2 only) and 3 (the chunk log, new nodes in zstd; codec.go) too, and keeps writing such files in their format, so
+// that the builds that made them can still read them. Format 4 keeps each chunk in a bucket of its own, so that a
+// commit writes its chunk's pages and never again those of the chunks before it (bolt_nodes.go).
+const BoltFormat = "4"
 
 const (
 	boltFormat1 = "1"
 	boltFormat2 = "2"
+	boltFormat3 = "3"
 )
 
 const (
@@ -128,12 +130,14 @@ type Bolt struct {
 	revs   revCache // decoded revision records (see revCache)
 	// onCommit is BoltOptions.OnCommit.
 	onCommit func(CommitStats)
-	// index maps the nodes of a file of format 2 or 3 (the chunk log) to their chunks; nil for format 1. wmu is
+	// index maps the nodes of a file of format 2, 3 or 4 (the chunk log) to their chunks; nil for format 1. wmu is
 	// held by every write transaction until the index has taken its changes, so that the next one sees them.
 	index *nodeIndex
 	wmu   sync.Mutex
-	// codec is what new nodes are compressed with: zstd in format 3, S2 in the formats earlier builds wrote.
+	// codec is what new nodes are compressed with: zstd in formats 3 and 4, S2 in formats 1 and 2.
 	codec Codec
+	// nested says each chunk is a bucket of its own (format 4).
+	nested bool
 }
 
 var _ NodeStore = (*Bolt)(nil)
@@ -234,7 +238,7 @@ func lockedError(path string, timeout time.Duration) error {
 }
 
 // init checks the meta bucket of an existing file, or creates the buckets of a new one, and loads the node index of a
-// file of format 2 or 3.
+// file of format 2, 3 or 4.
 func (b *Bolt) init(o *BoltOptions) error {
 	state := "new"
 	format := ""
@@ -263,12 +267,13 @@ func (b *Bolt) init(o *BoltOptions) error {
 		}
 	}
 	b.codec = CodecZstd
-	if format != BoltFormat {
+	if format == boltFormat1 || format == boltFormat2 {
 		b.codec = CodecS2
 	}
 	if format == boltFormat1 {
 		return nil
 	}
+	b.nested = format == BoltFormat
 	b.index = o.index
 	if b.index == nil {
 		b.index = &nodeIndex{}
@@ -326,14 +331,14 @@ func checkMeta(path string, tx *bolt.Tx) (string, error) {
 	case v == nil:
 		return "", fmt.Errorf("%w: %s has a meta bucket but no %s: it is not a strata database (check the path)",
 			ErrBadFile, path, metaFormat)
-	case bytes.Equal(v, []byte(BoltFormat)), bytes.Equal(v, []byte(boltFormat2)):
+	case bytes.Equal(v, []byte(BoltFormat)), bytes.Equal(v, []byte(boltFormat3)), bytes.Equal(v, []byte(boltFormat2)):
 		need = [][]byte{bucketChunks, bucketChunkIdx}
 	case bytes.Equal(v, []byte(boltFormat1)):
 		need = [][]byte{bucketNodes}
 	default:
-		return "", fmt.Errorf("%w: %s is strata format %q, and this build reads formats %s, %s and %s: use a strata "+
-			"build that supports format %q", ErrFormat, path, printable(v), boltFormat1, boltFormat2, BoltFormat,
-			printable(v))
+		return "", fmt.Errorf("%w: %s is strata format %q, and this build reads formats %s, %s, %s and %s: use a "+
+			"strata build that supports format %q", ErrFormat, path, printable(v), boltFormat1, boltFormat2, boltFormat3,
+			BoltFormat, printable(v))
 	}
 	for _, name := range need {
 		if tx.Bucket(name) == nil {
@@ -436,7 +441,7 @@ var errNoCommit = errors.New("nothing to commit")
 // update runs fn in a write transaction and commits it durably. An error from fn or a canceled ctx rolls back
 // with no effect; a failed commit stops the store (ErrFailStop).
 //
-// fn is given the transaction's view of the nodes of a file of format 2 or 3 (nil for format 1); the index takes its
+// fn is given the transaction's view of the nodes of a file of format 2, 3 or 4 (nil for format 1); the index takes its
 // changes once the commit has succeeded.
 func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (err error) {
 	if err := b.usable(); err != nil {
@@ -509,12 +514,12 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (er
 	return nil
 }
 
-// nodeTx returns tx's view of the nodes of a file of format 2 or 3, or nil for format 1.
+// nodeTx returns tx's view of the nodes of a file of format 2, 3 or 4, or nil for format 1.
 func (b *Bolt) nodeTx(tx *bolt.Tx) *nodeTx {
 	if b.index == nil {
 		return nil
 	}
-	return &nodeTx{x: b.index, tx: tx, id: uint64(tx.ID())}
+	return &nodeTx{x: b.index, tx: tx, id: uint64(tx.ID()), nested: b.nested}
 }
 
 // nodeGetter returns a function that finds a node's stored form in tx (aliasing its memory), or nil: through nt,
@@ -659,7 +664,7 @@ func encodeNodes(ctx context.Context, nodes []Node, c Codec) ([][]byte, error) {
 	return stored, nil
 }
 
-// putNodes stores each node not already present: in chunks (formats 2 and 3, nt set) or by hash (format 1).
+// putNodes stores each node not already present: in chunks (formats 2 to 4, nt set) or by hash (format 1).
 func putNodes(tx *bolt.Tx, nt *nodeTx, nodes []Node, stored [][]byte) (PutStats, error) {
 	if nt != nil {
 		return nt.put(nodes, stored)

@@ -53,7 +53,7 @@ var _ Backend = (*Bolt)(nil)
 type boltCat struct {
 	tx    *bolt.Tx
 	b     *Bolt
-	nt    *nodeTx // the nodes of a file of format 2 or 3 in a write transaction; nil for format 1 or a read
+	nt    *nodeTx // the nodes of a file of format 2, 3 or 4 in a write transaction; nil for format 1 or a read
 	wrote bool
 }
 

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// failingBolt opens a Bolt (format 3) whose commits the test can make fail: failCommit closes the file, arms hook
+// failingBolt opens a Bolt (format 4) whose commits the test can make fail: failCommit closes the file, arms hook
 // (called from OnCommit for the failed commit) and puts nodes, which must fail with ErrFailStop.
 func failingBolt(t *testing.T, hook func()) (b *Bolt, failCommit func(nodes []Node)) {
 	t.Helper()

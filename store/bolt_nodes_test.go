@@ -89,7 +89,7 @@ func TestChunkGoneIsStoredAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketChunks).Delete(be64(1)) }); err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketChunks).DeleteBucket(be64(1)) }); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

@@ -124,7 +124,12 @@ func TestBoltContextCanceled(t *testing.T) {
 }
 
 func TestBoltReopen(t *testing.T) {
-	t.Run("format 3", func(t *testing.T) { testBoltReopen(t, nil) })
+	t.Run("format 4", func(t *testing.T) { testBoltReopen(t, nil) })
+	t.Run("format 3", func(t *testing.T) {
+		var o store.BoltOptions
+		store.SetBoltFormat(&o, "3")
+		testBoltReopen(t, &o)
+	})
 	t.Run("format 1", func(t *testing.T) { testBoltReopen(t, format1()) })
 }
 
@@ -249,40 +254,57 @@ func TestBoltRefusesWrongHash(t *testing.T) {
 
 // A stored value changed behind the store's back is reported as corrupt, never returned.
 func TestBoltDetectsCorruptValue(t *testing.T) {
-	t.Run("format 3", func(t *testing.T) {
-		testBoltDetectsCorruptValue(t, nil, func(tx *bolt.Tx, nodes []store.Node) error {
-			// Both nodes are in chunk 1; node 0 gets node 1's bytes, which hash to node 1's address.
-			key := binary.BigEndian.AppendUint64(nil, 1)
-			idx, chunk := tx.Bucket([]byte("chunkidx")).Get(key), tx.Bucket([]byte("chunks")).Get(key)
-			place := map[store.Hash][2]uint32{}
-			for e := idx; len(e) >= 40; e = e[40:] {
-				place[store.Hash(e[:32])] = [2]uint32{binary.BigEndian.Uint32(e[32:]), binary.BigEndian.Uint32(e[36:])}
-			}
-			p0, p1 := place[nodes[0].Hash], place[nodes[1].Hash]
-			if p0[1] == 0 || p1[1] == 0 {
-				return fmt.Errorf("chunk 1 does not hold both nodes: %v", place)
-			}
-			v := slices.Concat(chunk[:p0[0]], chunk[p1[0]:p1[0]+p1[1]], chunk[p0[0]+p0[1]:])
-			ents := slices.Clone(idx)
-			for e := ents; len(e) >= 40; e = e[40:] {
-				switch store.Hash(e[:32]) {
-				case nodes[0].Hash:
-					binary.BigEndian.PutUint32(e[36:], p1[1])
-				case nodes[1].Hash:
-					binary.BigEndian.PutUint32(e[32:], binary.BigEndian.Uint32(e[32:])+p1[1]-p0[1])
-				}
-			}
-			if err := tx.Bucket([]byte("chunkidx")).Put(key, ents); err != nil {
-				return err
-			}
-			return tx.Bucket([]byte("chunks")).Put(key, v)
-		})
-	})
+	for _, format := range []string{"4", "3"} {
+		t.Run("format "+format, func(t *testing.T) { testBoltDetectsCorruptChunk(t, format) })
+	}
 	t.Run("format 1", func(t *testing.T) {
 		testBoltDetectsCorruptValue(t, format1(), func(tx *bolt.Tx, nodes []store.Node) error {
 			nb := tx.Bucket([]byte("nodes"))
 			return nb.Put(nodes[0].Hash[:], nb.Get(nodes[1].Hash[:]))
 		})
+	})
+}
+
+// chunkOf returns the bytes of a chunk and a function that replaces them: a value of the chunks bucket, or in
+// format 4 the one value of a bucket of its own.
+func chunkOf(tx *bolt.Tx, key []byte) ([]byte, func([]byte) error) {
+	chunks := tx.Bucket([]byte("chunks"))
+	if b := chunks.Bucket(key); b != nil {
+		return b.Get([]byte{0}), func(v []byte) error { return b.Put([]byte{0}, v) }
+	}
+	return chunks.Get(key), func(v []byte) error { return chunks.Put(key, v) }
+}
+
+func testBoltDetectsCorruptChunk(t *testing.T, format string) {
+	var o store.BoltOptions
+	store.SetBoltFormat(&o, format)
+	testBoltDetectsCorruptValue(t, &o, func(tx *bolt.Tx, nodes []store.Node) error {
+		// Both nodes are in chunk 1; node 0 gets node 1's bytes, which hash to node 1's address.
+		key := binary.BigEndian.AppendUint64(nil, 1)
+		chunk, setChunk := chunkOf(tx, key)
+		idx := tx.Bucket([]byte("chunkidx")).Get(key)
+		place := map[store.Hash][2]uint32{}
+		for e := idx; len(e) >= 40; e = e[40:] {
+			place[store.Hash(e[:32])] = [2]uint32{binary.BigEndian.Uint32(e[32:]), binary.BigEndian.Uint32(e[36:])}
+		}
+		p0, p1 := place[nodes[0].Hash], place[nodes[1].Hash]
+		if p0[1] == 0 || p1[1] == 0 {
+			return fmt.Errorf("chunk 1 does not hold both nodes: %v", place)
+		}
+		v := slices.Concat(chunk[:p0[0]], chunk[p1[0]:p1[0]+p1[1]], chunk[p0[0]+p0[1]:])
+		ents := slices.Clone(idx)
+		for e := ents; len(e) >= 40; e = e[40:] {
+			switch store.Hash(e[:32]) {
+			case nodes[0].Hash:
+				binary.BigEndian.PutUint32(e[36:], p1[1])
+			case nodes[1].Hash:
+				binary.BigEndian.PutUint32(e[32:], binary.BigEndian.Uint32(e[32:])+p1[1]-p0[1])
+			}
+		}
+		if err := tx.Bucket([]byte("chunkidx")).Put(key, ents); err != nil {
+			return err
+		}
+		return setChunk(v)
 	})
 }
 
@@ -608,18 +630,19 @@ func TestBoltRefusesForeignFiles(t *testing.T) {
 		})
 		refuse(t, path, nil, store.ErrBadFile, "strata-format")
 	})
-	t.Run("format 4", func(t *testing.T) {
-		path := boltFile("format4", func(tx *bolt.Tx) error {
+	t.Run("format 5", func(t *testing.T) {
+		path := boltFile("format5", func(tx *bolt.Tx) error {
 			for _, name := range []string{"meta", "chunks", "chunkidx"} {
 				if _, err := tx.CreateBucket([]byte(name)); err != nil {
 					return err
 				}
 			}
-			return tx.Bucket([]byte("meta")).Put([]byte("strata-format"), []byte("4"))
+			return tx.Bucket([]byte("meta")).Put([]byte("strata-format"), []byte("5"))
 		})
-		refuse(t, path, nil, store.ErrFormat, `format "4"`, "formats 1, 2 and 3")
+		refuse(t, path, nil, store.ErrFormat, `format "5"`, "formats 1, 2, 3 and 4")
 	})
-	for format, buckets := range map[string][]string{"1": {"meta"}, "2": {"meta", "chunks"}, "3": {"meta", "chunkidx"}} {
+	for format, buckets := range map[string][]string{"1": {"meta"}, "2": {"meta", "chunks"}, "3": {"meta", "chunkidx"},
+		"4": {"meta", "chunks"}} {
 		t.Run("format "+format+" without its node buckets", func(t *testing.T) {
 			path := boltFile("nonodes"+format, func(tx *bolt.Tx) error {
 				for _, name := range buckets {

@@ -14,6 +14,7 @@ func ParseBoltMeta(p []byte) (txid uint64, pageSize int, problem string) {
 	return m.txid, int(m.pageSize), m.problem
 }
 
-// SetBoltFormat makes OpenBolt create a new file in an older format ("1": nodes keyed by hash; "2": format 3's
-// layout with S2 only), so that tests can cover the files earlier builds made.
+// SetBoltFormat makes OpenBolt create a new file in an older format ("1": nodes keyed by hash; "2": the chunk log
+// with S2 only; "3": the chunk log in zstd, chunks as plain values), so that tests can cover the files earlier
+// builds made.
 func SetBoltFormat(o *BoltOptions, format string) { o.format = format }

@@ -16,7 +16,9 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-func formatOf(t *testing.T, path string) (format string, chunks bool) {
+// formatOf returns a file's format, whether it has a chunks bucket, and how many of its chunks are buckets of their
+// own (format 4) and how many plain values (formats 2 and 3).
+func formatOf(t *testing.T, path string) (format string, chunks bool, nested, flat int) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
@@ -25,10 +27,20 @@ func formatOf(t *testing.T, path string) (format string, chunks bool) {
 	defer db.Close()
 	_ = db.View(func(tx *bolt.Tx) error {
 		format = string(tx.Bucket([]byte("meta")).Get([]byte("strata-format")))
-		chunks = tx.Bucket([]byte("chunks")) != nil
-		return nil
+		cb := tx.Bucket([]byte("chunks"))
+		if chunks = cb != nil; !chunks {
+			return nil
+		}
+		return cb.ForEach(func(_, v []byte) error {
+			if v == nil {
+				nested++
+			} else {
+				flat++
+			}
+			return nil
+		})
 	})
-	return format, chunks
+	return format, chunks, nested, flat
 }
 
 // codecsOf returns the codec bytes the nodes of a file begin with (0 raw, 1 S2, 2 zstd), and how many of each.
@@ -44,9 +56,8 @@ func codecsOf(t *testing.T, path string) map[byte]int {
 		if nodes := tx.Bucket([]byte("nodes")); nodes != nil { // format 1
 			return nodes.ForEach(func(_, v []byte) error { seen[v[0]]++; return nil })
 		}
-		chunks := tx.Bucket([]byte("chunks"))
 		return tx.Bucket([]byte("chunkidx")).ForEach(func(k, idx []byte) error {
-			chunk := chunks.Get(k)
+			chunk, _ := chunkOf(tx, k)
 			for e := idx; len(e) >= 40; e = e[40:] {
 				seen[chunk[binary.BigEndian.Uint32(e[32:])]]++
 			}
@@ -56,11 +67,12 @@ func codecsOf(t *testing.T, path string) map[byte]int {
 	return seen
 }
 
-// A database an earlier build made (format 1 or 2) opens in a data directory, takes new writes in its format, with
-// only the codecs that build reads (S2, or raw), and `strata db copy` (snapshots.CopyDatabase) makes a format-3 copy
-// of it, nodes in zstd, with the same revisions.
+// A database an earlier build made (format 1, 2 or 3) opens in a data directory, takes new writes in its format,
+// with only the codecs and the layout that build reads (S2 or raw in formats 1 and 2; chunks as plain values in
+// formats 2 and 3), and `strata db copy` (snapshots.CopyDatabase) makes a format-4 copy of it, nodes in zstd and each
+// chunk a bucket, with the same revisions.
 func TestOlderFormatsInADirectory(t *testing.T) {
-	for _, format := range []string{"1", "2"} {
+	for _, format := range []string{"1", "2", "3"} {
 		t.Run("format "+format, func(t *testing.T) { testOlderFormatInADirectory(t, format) })
 	}
 }
@@ -127,15 +139,23 @@ func testOlderFormatInADirectory(t *testing.T, format string) {
 	}
 	src.Close()
 	dst.Close()
-	if f, chunks := formatOf(t, path); f != format || chunks != (format != "1") {
+	f, chunks, nested, flat := formatOf(t, path)
+	if f != format || chunks != (format != "1") {
 		t.Errorf("the original is format %q (chunks bucket: %v) after a write; want %s", f, chunks, format)
 	}
-	if c := codecsOf(t, path); c[1] == 0 || c[2] != 0 {
+	if nested != 0 || chunks && flat < 2 {
+		t.Errorf("the original has %d chunks in buckets and %d as values after a write; want none in buckets, which "+
+			"format %s's builds cannot read", nested, flat, format)
+	}
+	if c := codecsOf(t, path); format != "3" && (c[1] == 0 || c[2] != 0) {
 		t.Errorf("the original's nodes have codecs %v; want S2 (1) and no zstd (2), which format %s's builds cannot read", c, format)
+	} else if format == "3" && (c[2] == 0 || c[1] != 0) {
+		t.Errorf("the original's nodes have codecs %v; want zstd (2), as format 3's builds write", c)
 	}
 	copyPath := filepath.Join(to, "old"+snapshots.Ext)
-	if f, chunks := formatOf(t, copyPath); f != store.BoltFormat || !chunks {
-		t.Errorf("the copy is format %q (chunks bucket: %v); want %s", f, chunks, store.BoltFormat)
+	if f, chunks, nested, flat := formatOf(t, copyPath); f != store.BoltFormat || !chunks || nested == 0 || flat != 0 {
+		t.Errorf("the copy is format %q (chunks bucket: %v; %d chunks in buckets, %d as values); want %s, every "+
+			"chunk in a bucket", f, chunks, nested, flat, store.BoltFormat)
 	}
 	if c := codecsOf(t, copyPath); c[2] == 0 || c[1] != 0 {
 		t.Errorf("the copy's nodes have codecs %v; want zstd (2) and no S2 (1)", slices.Sorted(maps.Keys(c)))
