@@ -499,7 +499,7 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (er
 	if b.onCommit != nil {
 		st := tx.Stats()
 		b.onCommit(CommitStats{Duration: time.Since(t0), Rebalance: st.GetRebalanceTime(), Spill: st.GetSpillTime(),
-			Write: st.GetWriteTime(), Failed: err != nil})
+			Write: st.GetWriteTime(), PageBytes: st.GetPageAlloc(), Failed: err != nil})
 	}
 	if err != nil {
 		err = b.stop(fmt.Errorf("commit failed: %w", err))

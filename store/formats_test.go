@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"maps"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -159,5 +160,57 @@ func testOlderFormatInADirectory(t *testing.T, format string) {
 	}
 	if c := codecsOf(t, copyPath); c[2] == 0 || c[1] != 0 {
 		t.Errorf("the copy's nodes have codecs %v; want zstd (2) and no S2 (1)", slices.Sorted(maps.Keys(c)))
+	}
+}
+
+// randomNodes returns n nodes of size bytes that do not compress, so that each is stored as is.
+func randomNodes(seed uint64, n, size int) []store.Node {
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)})
+	out := make([]store.Node, n)
+	for i := range out {
+		data := make([]byte, size)
+		_, _ = r.Read(data)
+		out[i] = store.Node{Hash: store.HashOf(data), Data: data}
+	}
+	return out
+}
+
+// In format 4 a commit writes the pages of its own chunk and never again those of the chunks before it; formats 2
+// and 3, whose chunks are values of one bucket, rewrote the last few with every commit (bbolt rewrites a leaf whole
+// and splits it only past four keys), and the first commits after a load rewrote the load's last chunks.
+func TestCommitWritesItsChunkOnce(t *testing.T) {
+	pages := func(t *testing.T, format string) (afterLoad, median int64) {
+		var o store.BoltOptions
+		if format != "" {
+			store.SetBoltFormat(&o, format)
+		}
+		var last int64
+		o.OnCommit = func(c store.CommitStats) { last = c.PageBytes }
+		b := openBolt(t, filepath.Join(t.TempDir(), "db"+snapshots.Ext), &o)
+		putAll(t, b, randomNodes(1, 60, 8000)) // a load: two chunks of 256 KiB or less
+		var per []int64
+		for i := range 12 {
+			putAll(t, b, randomNodes(uint64(i+2), 1, 8000)) // a commit of one 8 KB node: two pages
+			per = append(per, last)
+		}
+		afterLoad = per[0]
+		slices.Sort(per)
+		return afterLoad, per[len(per)/2]
+	}
+	const page = 4096
+	// Two pages of the chunk's own, and one leaf each of the chunks bucket (bucket headers), the chunk index and the
+	// root bucket.
+	const want = 5 * page
+	l4, m4 := pages(t, "")
+	if l4 > want || m4 > want {
+		t.Errorf("format 4: the first commit after a load allocated %d bytes of pages, and the median commit %d; "+
+			"want at most %d (its chunk's two pages and three leaves)", l4, m4, want)
+	}
+	l3, m3 := pages(t, "3")
+	t.Logf("pages allocated by an 8 KB commit: format 4 %d after a load, %d median; format 3 %d, %d", l4/page, m4/page,
+		l3/page, m3/page)
+	if m3 <= m4 || l3 < 64*page {
+		t.Errorf("format 3: the first commit after a load allocated %d bytes of pages, the median one %d; want more "+
+			"than format 4's %d, and the load's last chunk rewritten (64 pages or more)", l3, m3, m4)
 	}
 }

@@ -21,6 +21,9 @@ type CommitStats struct {
 	// deletions, spilling dirty nodes onto pages, and writing pages and meta to disk with their fdatasyncs (the
 	// part that the disk's sync latency decides). Zero for PostgreSQL.
 	Rebalance, Spill, Write time.Duration
+	// PageBytes is what bbolt allocated for the commit's pages (the B+tree nodes it spilled, and the freelist when
+	// it is written), all written before the first fdatasync; the meta page is not counted. Zero for PostgreSQL.
+	PageBytes int64
 	// Failed says the commit failed (for bbolt, the store is then fail-stopped: ErrFailStop).
 	Failed bool
 }
