@@ -273,7 +273,8 @@ func (b *Bolt) init(o *BoltOptions) error {
 	if format == boltFormat1 {
 		return nil
 	}
-	b.nested = format == BoltFormat
+	// The formats with chunks as plain values are those earlier builds wrote: every later one nests them.
+	b.nested = format != boltFormat2 && format != boltFormat3
 	b.index = o.index
 	if b.index == nil {
 		b.index = &nodeIndex{}

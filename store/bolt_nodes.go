@@ -174,9 +174,8 @@ type nodeTx struct {
 	// last is the chunk the previous get read, for the next: a whole-document read takes its nodes in the order a
 	// load stored them, hundreds from one chunk, and opening a chunk's bucket allocates.
 	last struct {
-		ok    bool
 		chunk uint64
-		v     []byte
+		v     []byte // nil: none
 	}
 }
 
@@ -207,7 +206,7 @@ func (t *nodeTx) get(h Hash) []byte {
 
 // chunk returns the bytes of chunk c, or nil if the transaction does not have it.
 func (t *nodeTx) chunk(c uint64) []byte {
-	if t.last.ok && t.last.chunk == c {
+	if t.last.v != nil && t.last.chunk == c {
 		return t.last.v
 	}
 	chunks := t.tx.Bucket(bucketChunks)
@@ -217,7 +216,7 @@ func (t *nodeTx) chunk(c uint64) []byte {
 	} else if b := chunks.Bucket(be64(c)); b != nil {
 		v = b.Get(chunkData)
 	}
-	t.last.ok, t.last.chunk, t.last.v = v != nil, c, v
+	t.last.chunk, t.last.v = c, v
 	return v
 }
 
@@ -295,6 +294,14 @@ func (t *nodeTx) putChunk(chunks *bolt.Bucket, seq uint64, data []byte) error {
 	return b.Put(chunkData, data)
 }
 
+// deleteChunk deletes the chunk at key k, stored as putChunk stored it.
+func (t *nodeTx) deleteChunk(chunks *bolt.Bucket, k []byte) error {
+	if !t.nested {
+		return chunks.Delete(k)
+	}
+	return chunks.DeleteBucket(k)
+}
+
 // chunkEstimate is the bytes the remaining nodes would take, for a first allocation.
 func chunkEstimate(stored [][]byte) int {
 	n := 0
@@ -330,7 +337,7 @@ func (t *nodeTx) remove(hs []Hash) (int, int64, error) {
 	if n == 0 {
 		return 0, 0, nil
 	}
-	t.last.ok = false // a chunk may go
+	t.last.v = nil // a chunk may go
 	chunks, idx := t.tx.Bucket(bucketChunks), t.tx.Bucket(bucketChunkIdx)
 	for c, gone := range byChunk {
 		k := be64(c)
@@ -342,10 +349,8 @@ func (t *nodeTx) remove(hs []Hash) (int, int64, error) {
 		}
 		var err error
 		if len(keep) == 0 {
-			if err = idx.Delete(k); err == nil && t.nested {
-				err = chunks.DeleteBucket(k)
-			} else if err == nil {
-				err = chunks.Delete(k)
+			if err = idx.Delete(k); err == nil {
+				err = t.deleteChunk(chunks, k)
 			}
 		} else {
 			err = idx.Put(k, keep)
