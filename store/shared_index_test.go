@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func indexTestNodes(seed, n int) []Node {
@@ -179,6 +181,28 @@ func TestSharedCodecFollowsTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c := s.NodeCodec(); c != CodecZstd {
-		t.Fatalf("after a format-3 file replaced it: NodeCodec %d, want zstd", c)
+		t.Fatalf("after a format-%s file replaced it: NodeCodec %d, want zstd", BoltFormat, c)
 	}
+	// The layout follows the file too: a chunk written now is a bucket of its own, as format 4 wants.
+	nodes := indexTestNodes(9, 2)
+	if _, err := s.PutNodes(context.Background(), nodes); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetNodes(context.Background(), []Hash{nodes[1].Hash}); err != nil || string(got[0]) != string(nodes[1].Data) {
+		t.Fatalf("GetNodes after the swap: %v", err)
+	}
+	s.Close()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		chunks := tx.Bucket(bucketChunks)
+		if chunks.Bucket(be64(chunks.Sequence())) == nil {
+			t.Errorf("chunk %d, written after the swap, is not a bucket: the layout of the format-2 file was kept",
+				chunks.Sequence())
+		}
+		return nil
+	})
 }
