@@ -216,6 +216,35 @@ func BenchmarkPointEdit(b *testing.B) {
 	}
 }
 
+// BenchmarkPointEditPrepared is BenchmarkPointEdit's replace-score followed by what the database's writer does next
+// with the change before its transaction: every new node hashed and compressed for a zstd file (store.PrepareNodes).
+// Together they are a single-field commit's planning, without the commit.
+func BenchmarkPointEditPrepared(b *testing.B) {
+	ctx := context.Background()
+	forSizes(b, func(b *testing.B, fx *benchFixture) {
+		f, root := fx.WarmTree(b)
+		rng := rand.New(rand.NewSource(1))
+		patches := make([][]Operation, 1024)
+		for i := range patches {
+			p := fmt.Sprintf(`[{"op":"replace","path":"/%d/score","value":%d}]`, rng.Intn(fx.n), 100+rng.Intn(1000))
+			ops, err := ParsePatch([]byte(p))
+			if err != nil {
+				b.Fatal(err)
+			}
+			patches[i] = ops
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			ch, err := f.Patch(ctx, root, patches[i%len(patches)])
+			if err != nil {
+				b.Fatal(err)
+			}
+			store.PrepareNodes(ch.Nodes, store.CodecZstd)
+		}
+	})
+}
+
 func BenchmarkPointerRead(b *testing.B) {
 	ctx := context.Background()
 	forSizes(b, func(b *testing.B, fx *benchFixture) {

@@ -504,7 +504,7 @@ type putResult struct {
 }
 
 func (w *batchWriter) emit(c codec.Child, raw string) error {
-	w.batch = append(w.batch, store.Node{Hash: c.Hash, Data: []byte(raw)})
+	w.batch = append(w.batch, storeNode(c.Hash, raw))
 	w.bytes += len(raw)
 	if w.bytes >= w.max {
 		return w.send()

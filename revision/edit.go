@@ -67,7 +67,7 @@ func (t *txn) newNodes(root Value) ([]store.Node, error) {
 		if pn, ok := prepared[h]; ok {
 			out = append(out, pn)
 		} else {
-			out = append(out, store.Node{Hash: h, Data: []byte(n.Raw)})
+			out = append(out, storeNode(h, n.Raw))
 		}
 		for _, c := range n.Children {
 			if err := visitNode(c.Hash); err != nil {

@@ -3,6 +3,7 @@ package revision
 import (
 	"context"
 
+	"github.com/strata-db/strata/revision/internal/codec"
 	"github.com/strata-db/strata/store"
 )
 
@@ -39,7 +40,7 @@ func (p *preparer) add(h store.Hash, raw string) {
 	}
 	batch := make([]store.Node, len(p.hashes))
 	for i, h := range p.hashes {
-		batch[i] = store.Node{Hash: h, Data: []byte(p.raws[i])}
+		batch[i] = storeNode(h, p.raws[i])
 	}
 	p.hashes, p.raws, p.bytes = p.hashes[:0], p.raws[:0], 0
 	prev, done := p.last, make(chan struct{})
@@ -53,6 +54,12 @@ func (p *preparer) add(h store.Hash, raw string) {
 		close(done)
 	}()
 	p.sent, p.last, p.byHash = append(p.sent, batch), done, nil
+}
+
+// storeNode is the node raw at address h as a store takes it, marked incompressible if it is a node of hashes, so
+// that no codec is tried on it.
+func storeNode(h store.Hash, raw string) store.Node {
+	return store.Node{Hash: h, Data: []byte(raw), Incompressible: codec.OfHashes(raw)}
 }
 
 // wait waits for the batches handed over and returns their nodes by address (nil if none was; p may be nil).

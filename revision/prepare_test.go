@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/strata-db/strata/revision/internal/codec"
 	"github.com/strata-db/strata/store"
 )
 
@@ -99,4 +100,99 @@ func TestWithPrepareHandsOverBatchesAndChangesNothing(t *testing.T) {
 	if batches != handed {
 		t.Fatalf("a point edit handed over %d batches", batches-handed)
 	}
+}
+
+// markingStore records, for each node a write puts, whether it came marked incompressible.
+type markingStore struct {
+	*store.Mem
+	mu     sync.Mutex
+	marked map[store.Hash]bool
+}
+
+func (m *markingStore) PutNodes(ctx context.Context, ns []store.Node) (store.PutStats, error) {
+	m.mu.Lock()
+	for _, n := range ns {
+		m.marked[n.Hash] = n.Incompressible
+	}
+	m.mu.Unlock()
+	return m.Mem.PutNodes(ctx, ns)
+}
+
+// Every node a write hands to a store is marked incompressible exactly when it is a node of hashes (an array's or a
+// long string's inner node), so that the store tries no codec on those and still tries one on everything else: on
+// an import, on a point edit of it, and on a write whose nodes go through a prepare function.
+func TestNodesOfHashesAreMarkedIncompressible(t *testing.T) {
+	ctx := context.Background()
+	ms := &markingStore{Mem: store.NewMem(), marked: map[store.Hash]bool{}}
+	f := New(ms, nil)
+	items := func(prefix string, n int) string {
+		var b strings.Builder
+		b.WriteByte('[')
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"id":` + strconv.Itoa(i) + `,"name":"` + prefix + strconv.Itoa(i) + `"}`)
+		}
+		return b.String() + "]"
+	}
+	doc := `{"long":"` + strings.Repeat("a fragment of a long string, ", 4000) + `","items":` + items("user-", 20000) + `}`
+	check := func(what string, ns []store.Node, marked func(store.Node) bool) {
+		t.Helper()
+		kinds := map[byte]int{}
+		for _, n := range ns {
+			want := n.Data[0] == codec.NodeArrInner || n.Data[0] == codec.NodeStrInner
+			if marked(n) != want {
+				t.Errorf("%s: node of kind %d marked incompressible: %v, want %v", what, n.Data[0], marked(n), want)
+			}
+			kinds[n.Data[0]]++
+		}
+		for _, k := range []byte{codec.NodeArrInner, codec.NodeArrLeaf} {
+			if kinds[k] == 0 {
+				t.Errorf("%s: no node of kind %d among %d (kinds %v): the test does not cover it", what, k, len(ns), kinds)
+			}
+		}
+	}
+	root, _, err := f.ImportBytes(ctx, []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []store.Node
+	for h := range ms.marked {
+		data, err := ms.GetNodes(ctx, []store.Hash{h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, store.Node{Hash: h, Data: data[0]})
+	}
+	check("import", all, func(n store.Node) bool { return ms.marked[n.Hash] })
+	if !slices.ContainsFunc(all, func(n store.Node) bool { return n.Data[0] == codec.NodeStrInner }) {
+		t.Error("import: no inner node of a long string: the test does not cover it")
+	}
+
+	ops := []Operation{{Op: "replace", Path: "/items/10000/name", Value: []byte(`"changed"`), HasValue: true}}
+	ch, err := f.Patch(ctx, root, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("point edit", ch.Nodes, func(n store.Node) bool { return n.Incompressible })
+
+	var (
+		mu     sync.Mutex
+		handed []store.Node
+	)
+	pf := f.WithPrepare(func(ns []store.Node) {
+		mu.Lock()
+		defer mu.Unlock()
+		handed = append(handed, ns...)
+	})
+	// More than a batch (prepareBatchBytes) of new nodes, so that some are handed over during the build.
+	ch, err = pf.Patch(ctx, root, []Operation{{Op: "add", Path: "/copy", Value: []byte(items("copy-", 60000)), HasValue: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	check("prepared batches", handed, func(n store.Node) bool { return n.Incompressible })
+	mu.Unlock()
+	check("prepared change", ch.Nodes, func(n store.Node) bool { return n.Incompressible })
 }

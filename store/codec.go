@@ -110,9 +110,17 @@ const prepareParallel = 32
 func prepare(ns []Node, c Codec) {
 	for i := range ns {
 		if ns[i].stored == nil && HashOf(ns[i].Data) == ns[i].Hash {
-			ns[i].stored = encodeStored(ns[i].Data, c)
+			ns[i].stored = encodeNode(ns[i], c)
 		}
 	}
+}
+
+// encodeNode is encodeStored, unless the node is known not to compress: then it is stored raw without trying.
+func encodeNode(n Node, c Codec) []byte {
+	if n.Incompressible {
+		return append(append(make([]byte, 0, 1+len(n.Data)), codecRaw), n.Data...)
+	}
+	return encodeStored(n.Data, c)
 }
 
 // storedForm is a node's stored form in a backend that writes codec c: the one PrepareNodes made ahead of time if c
@@ -121,7 +129,7 @@ func storedForm(n Node, c Codec) []byte {
 	if c.writes(n.stored) {
 		return n.stored
 	}
-	return encodeStored(n.Data, c)
+	return encodeNode(n, c)
 }
 
 // decodeStored returns the canonical bytes of a stored node and checks them against the node's address.

@@ -105,3 +105,25 @@ func flip(s []byte, i int) []byte {
 	d[i] ^= 0x5a
 	return d
 }
+
+// A node marked incompressible is stored raw whatever the codec, prepared ahead or not, even when its bytes would
+// compress (so the codec was not tried), and reads back as it was.
+func TestIncompressibleNodeIsStoredRaw(t *testing.T) {
+	data := []byte(strings.Repeat("abcdefgh", 500))
+	for _, c := range []Codec{CodecS2, CodecZstd} {
+		if s := encodeStored(data, c); s[0] == codecRaw {
+			t.Fatalf("codec %d stores the test's bytes raw: they must compress for the test to mean anything", c)
+		}
+		n := Node{Hash: HashOf(data), Data: data, Incompressible: true}
+		ns := []Node{n}
+		PrepareNodes(ns, c)
+		for what, s := range map[string][]byte{"prepared": storedForm(ns[0], c), "not prepared": storedForm(n, c)} {
+			if s[0] != codecRaw || !bytes.Equal(s[1:], data) {
+				t.Errorf("codec %d, %s: stored with codec %d in %d bytes, want raw", c, what, s[0], len(s))
+			}
+			if got, err := decodeStored(n.Hash, s); err != nil || !bytes.Equal(got, data) {
+				t.Errorf("codec %d, %s: decode: %v", c, what, err)
+			}
+		}
+	}
+}

@@ -33,6 +33,11 @@ type Node struct {
 	// compress inside its write transaction (while it holds the writer lock, and the file against other processes).
 	// PrepareNodes sets it only after checking that Data hashes to Hash, so a node that has it needs no check again.
 	stored []byte
+	// Incompressible says that Data is not worth compressing, so it is stored as it is without trying the codec.
+	// revision sets it on its nodes of child hashes (an array's or a long string's inner nodes), 32 random bytes a
+	// child: zstd spent 15–70 µs on each one a commit writes, to store it raw anyway. Only the work changes: a node
+	// stored raw is read back like any other.
+	Incompressible bool
 }
 
 // PutStats says what a Put added to storage: nodes that were already present are not counted.

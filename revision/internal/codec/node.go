@@ -160,6 +160,12 @@ func AppendEntry(b []byte, kind byte, key, val string) []byte {
 	return append(b, val...)
 }
 
+// OfHashes reports whether the node raw is an array's or a long string's inner node: its children's hashes and
+// sizes, which compress only where one child repeats. An object's inner nodes also hold each child's first key.
+func OfHashes(raw string) bool {
+	return len(raw) > 0 && (raw[0] == NodeArrInner || raw[0] == NodeStrInner)
+}
+
 // LeafKind, InnerKind and TagFor relate a tree's kinds.
 func LeafKind(tag byte) byte {
 	switch tag {
