@@ -217,7 +217,7 @@ func BenchmarkPointEdit(b *testing.B) {
 }
 
 // BenchmarkPointEditPrepared is BenchmarkPointEdit's replace-score followed by what the database's writer does next
-// with the change before its transaction: every new node hashed and compressed for a zstd file (store.PrepareNodes).
+// with the change before its transaction: every new node hashed and compressed as for a zstd file (store.PrepareNodes).
 // Together they are a single-field commit's planning, without the commit.
 func BenchmarkPointEditPrepared(b *testing.B) {
 	ctx := context.Background()

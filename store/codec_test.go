@@ -85,8 +85,11 @@ func TestStoredFormKeepsOnlyWhatTheBackendWrites(t *testing.T) {
 	data := []byte(strings.Repeat("abcdefgh", 200))
 	for _, made := range []Codec{CodecS2, CodecZstd} {
 		for _, backend := range []Codec{CodecS2, CodecZstd} {
-			n := Node{Hash: HashOf(data), Data: data}
-			ns := []Node{n}
+			ns := make([]Node, prepareParallel) // a bulk batch, which PrepareNodes makes in the codec it is given
+			for i := range ns {
+				d := fmt.Appendf(bytes.Clone(data), "%d", i)
+				ns[i] = Node{Hash: HashOf(d), Data: d}
+			}
 			PrepareNodes(ns, made)
 			got := storedForm(ns[0], backend)
 			want := byte(backend)
@@ -123,6 +126,37 @@ func TestIncompressibleNodeIsStoredRaw(t *testing.T) {
 			}
 			if got, err := decodeStored(n.Hash, s); err != nil || !bytes.Equal(got, data) {
 				t.Errorf("codec %d, %s: decode: %v", c, what, err)
+			}
+		}
+	}
+}
+
+// PrepareNodes compresses a batch of a commit's size (fewer than prepareParallel nodes) with S2 even for a zstd
+// backend, which reads both, and a larger batch with the codec it is given; a backend that writes zstd keeps
+// either as prepared.
+func TestSmallBatchesArePreparedWithS2(t *testing.T) {
+	batch := func(n int) []Node {
+		ns := make([]Node, n)
+		for i := range ns {
+			d := []byte(strings.Repeat(fmt.Sprintf(`{"id":%d,"name":"user-%d"},`, i, i), 100))
+			ns[i] = Node{Hash: HashOf(d), Data: d}
+		}
+		return ns
+	}
+	for _, c := range []struct {
+		n          int
+		give, want Codec
+	}{{1, CodecZstd, CodecS2}, {prepareParallel - 1, CodecZstd, CodecS2}, {prepareParallel, CodecZstd, CodecZstd},
+		{4 * prepareParallel, CodecZstd, CodecZstd}, {1, CodecS2, CodecS2}, {prepareParallel, CodecS2, CodecS2}} {
+		ns := batch(c.n)
+		PrepareNodes(ns, c.give)
+		for i, n := range ns {
+			if s := storedForm(n, c.give); s[0] != byte(c.want) {
+				t.Fatalf("a batch of %d prepared for codec %d: node %d stored with codec %d, want %d", c.n, c.give, i,
+					s[0], c.want)
+			}
+			if got, err := decodeStored(n.Hash, storedForm(n, c.give)); err != nil || !bytes.Equal(got, n.Data) {
+				t.Fatalf("a batch of %d prepared for codec %d: node %d: %v", c.n, c.give, i, err)
 			}
 		}
 	}
