@@ -2,6 +2,7 @@ package revision
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -157,13 +158,14 @@ func TestNodesOfHashesAreMarkedIncompressible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hs := slices.Collect(maps.Keys(ms.marked))
+	data, err := ms.GetNodes(ctx, hs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var all []store.Node
-	for h := range ms.marked {
-		data, err := ms.GetNodes(ctx, []store.Hash{h})
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, store.Node{Hash: h, Data: data[0]})
+	for i, h := range hs {
+		all = append(all, store.Node{Hash: h, Data: data[i]})
 	}
 	check("import", all, func(n store.Node) bool { return ms.marked[n.Hash] })
 	if !slices.ContainsFunc(all, func(n store.Node) bool { return n.Data[0] == codec.NodeStrInner }) {

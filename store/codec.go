@@ -98,14 +98,10 @@ func (c Codec) writes(s []byte) bool { return len(s) > 0 && (s[0] != codecZstd |
 // 600 serial commits at N = 1,000,000; a commit's ~8 KiB of nodes are mostly child hashes, stored raw). Bulk
 // writes keep zstd, which stores leaves in half S2's bytes.
 func PrepareNodes(ns []Node, c Codec) {
-	if len(ns) < prepareParallel {
-		if c == CodecZstd {
-			c = CodecS2
-		}
-		prepare(ns, c)
-		return
+	if len(ns) < prepareParallel && c == CodecZstd {
+		c = CodecS2
 	}
-	if runtime.GOMAXPROCS(0) == 1 {
+	if len(ns) < prepareParallel || runtime.GOMAXPROCS(0) == 1 {
 		prepare(ns, c)
 		return
 	}

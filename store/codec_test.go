@@ -151,11 +151,12 @@ func TestSmallBatchesArePreparedWithS2(t *testing.T) {
 		ns := batch(c.n)
 		PrepareNodes(ns, c.give)
 		for i, n := range ns {
-			if s := storedForm(n, c.give); s[0] != byte(c.want) {
+			s := storedForm(n, c.give)
+			if s[0] != byte(c.want) {
 				t.Fatalf("a batch of %d prepared for codec %d: node %d stored with codec %d, want %d", c.n, c.give, i,
 					s[0], c.want)
 			}
-			if got, err := decodeStored(n.Hash, storedForm(n, c.give)); err != nil || !bytes.Equal(got, n.Data) {
+			if got, err := decodeStored(n.Hash, s); err != nil || !bytes.Equal(got, n.Data) {
 				t.Fatalf("a batch of %d prepared for codec %d: node %d: %v", c.n, c.give, i, err)
 			}
 		}
