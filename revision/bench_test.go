@@ -137,6 +137,30 @@ func BenchmarkImport(b *testing.B) {
 	})
 }
 
+// replaceScore is a single-field commit's patch on the benchmark document: a random element's score. Scores in the
+// document are i%100; 100+ always differs, so the replace is never a no-op.
+func replaceScore(rng *rand.Rand, n int) string {
+	return fmt.Sprintf(`[{"op":"replace","path":"/%d/score","value":%d}]`, rng.Intn(n), 100+rng.Intn(1000))
+}
+
+// distinctPatches is how many patches a point-edit benchmark cycles through.
+const distinctPatches = 1024
+
+// parsePatches makes distinctPatches patches with gen on a document of n elements and parses them, up front:
+// ParsePatch goes through encoding/json and is not what is measured.
+func parsePatches(b *testing.B, n int, gen func(rng *rand.Rand, n int) string) [][]Operation {
+	rng := rand.New(rand.NewSource(1))
+	patches := make([][]Operation, distinctPatches)
+	for i := range patches {
+		ops, err := ParsePatch([]byte(gen(rng, n)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		patches[i] = ops
+	}
+	return patches
+}
+
 // BenchmarkPointEdit measures one patch (not saved) on the imported document, and what it would write: nodes,
 // canonical bytes, and bytes as stored (S2-compressed, with the codec byte).
 func BenchmarkPointEdit(b *testing.B) {
@@ -144,10 +168,7 @@ func BenchmarkPointEdit(b *testing.B) {
 		name  string
 		patch func(rng *rand.Rand, n int) string
 	}{
-		{"replace-score", func(rng *rand.Rand, n int) string {
-			// Scores in the document are i%100; 100+ always differs, so the replace is never a no-op.
-			return fmt.Sprintf(`[{"op":"replace","path":"/%d/score","value":%d}]`, rng.Intn(n), 100+rng.Intn(1000))
-		}},
+		{"replace-score", replaceScore},
 		{"insert-at-5", func(rng *rand.Rand, n int) string {
 			k := rng.Intn(1 << 30)
 			return fmt.Sprintf(`[{"op":"add","path":"/5","value":{"id":%d,"name":"new-%d","email":"new%d@example.com","tags":["x"],"score":1,"active":false}}]`, k, k, k)
@@ -173,17 +194,7 @@ func BenchmarkPointEdit(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			forSizes(b, func(b *testing.B, fx *benchFixture) {
 				f, root := fx.WarmTree(b)
-				rng := rand.New(rand.NewSource(1))
-				// Parse patches up front: ParsePatch goes through encoding/json and is not what is measured.
-				const distinct = 1024
-				patches := make([][]Operation, distinct)
-				for i := range patches {
-					ops, err := ParsePatch([]byte(c.patch(rng, fx.n)))
-					if err != nil {
-						b.Fatal(err)
-					}
-					patches[i] = ops
-				}
+				patches := parsePatches(b, fx.n, c.patch)
 				// What each patch writes, counted before the clock starts (stopping the clock per op costs more than
 				// the op: StopTimer reads the memory statistics, stopping the world).
 				var nodes, raw, stored int64
@@ -203,14 +214,14 @@ func BenchmarkPointEdit(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if _, err := f.Patch(ctx, root, patches[i%distinct]); err != nil {
+					if _, err := f.Patch(ctx, root, patches[i%distinctPatches]); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.StopTimer()
-				b.ReportMetric(float64(nodes)/distinct, "nodes/op")
-				b.ReportMetric(float64(raw)/distinct, "rawB/op")
-				b.ReportMetric(float64(stored)/distinct, "storedB/op")
+				b.ReportMetric(float64(nodes)/distinctPatches, "nodes/op")
+				b.ReportMetric(float64(raw)/distinctPatches, "rawB/op")
+				b.ReportMetric(float64(stored)/distinctPatches, "storedB/op")
 			})
 		})
 	}
@@ -223,20 +234,11 @@ func BenchmarkPointEditPrepared(b *testing.B) {
 	ctx := context.Background()
 	forSizes(b, func(b *testing.B, fx *benchFixture) {
 		f, root := fx.WarmTree(b)
-		rng := rand.New(rand.NewSource(1))
-		patches := make([][]Operation, 1024)
-		for i := range patches {
-			p := fmt.Sprintf(`[{"op":"replace","path":"/%d/score","value":%d}]`, rng.Intn(fx.n), 100+rng.Intn(1000))
-			ops, err := ParsePatch([]byte(p))
-			if err != nil {
-				b.Fatal(err)
-			}
-			patches[i] = ops
-		}
+		patches := parsePatches(b, fx.n, replaceScore)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			ch, err := f.Patch(ctx, root, patches[i%len(patches)])
+			ch, err := f.Patch(ctx, root, patches[i%distinctPatches])
 			if err != nil {
 				b.Fatal(err)
 			}
