@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/strata-db/strata/internal/workload"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 	"github.com/strata-db/strata/store"
@@ -47,25 +49,115 @@ func formatOf(t *testing.T, path string) (format string, chunks bool, nested, fl
 // codecsOf returns the codec bytes the nodes of a file begin with (0 raw, 1 S2, 2 zstd), and how many of each.
 func codecsOf(t *testing.T, path string) map[byte]int {
 	t.Helper()
+	seen := map[byte]int{}
+	for _, c := range storedCodecs(t, path) {
+		seen[c]++
+	}
+	return seen
+}
+
+// storedCodecs returns the codec byte each node of a file is stored with, by address.
+func storedCodecs(t *testing.T, path string) map[store.Hash]byte {
+	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	seen := map[byte]int{}
+	codecs := map[store.Hash]byte{}
 	_ = db.View(func(tx *bolt.Tx) error {
 		if nodes := tx.Bucket([]byte("nodes")); nodes != nil { // format 1
-			return nodes.ForEach(func(_, v []byte) error { seen[v[0]]++; return nil })
+			return nodes.ForEach(func(k, v []byte) error { codecs[store.Hash(k)] = v[0]; return nil })
 		}
 		return tx.Bucket([]byte("chunkidx")).ForEach(func(k, idx []byte) error {
 			chunk, _ := chunkOf(tx, k)
 			for e := idx; len(e) >= 40; e = e[40:] {
-				seen[chunk[binary.BigEndian.Uint32(e[32:])]]++
+				codecs[store.Hash(e[:32])] = chunk[binary.BigEndian.Uint32(e[32:])]
 			}
 			return nil
 		})
 	})
-	return seen
+	return codecs
+}
+
+// What a database file holds in each codec after the writes a user makes, through the library every front end
+// calls: a load's leaves in zstd (bulk), a single-field commit's new leaf in S2 (a commit's few nodes), and every
+// array inner node raw, whoever wrote it. (Inner nodes were raw before the tree marked them incompressible too, after
+// zstd's attempt; TestNodesOfHashesAreMarkedIncompressible shows that no codec is tried on them now.)
+func TestWhatWritesStoreInEachCodec(t *testing.T) {
+	const arrLeaf, arrInner = 3, 4 // node kinds: the first byte of a node (revision/internal/codec)
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "db"+snapshots.Ext)
+	write := func(fn func(db *snapshots.DB) error) {
+		t.Helper()
+		d, err := snapshots.OpenDir(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		db, err := d.Open(ctx, "db")
+		if errors.Is(err, snapshots.ErrNotFound) {
+			db, err = d.Create(ctx, "db", "test")
+		}
+		if err == nil {
+			err = fn(db)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(func(db *snapshots.DB) error {
+		_, err := db.Put(ctx, "doc", workload.JSON(20000), snapshots.WriteOptions{})
+		return err
+	})
+	loaded := storedCodecs(t, path)
+	write(func(db *snapshots.DB) error {
+		_, err := db.Patch(ctx, "doc", []revision.Operation{{Op: "replace", Path: "/10000/score",
+			Value: []byte("1234"), HasValue: true}}, snapshots.WriteOptions{})
+		return err
+	})
+	after := storedCodecs(t, path)
+
+	hs := slices.Collect(maps.Keys(after))
+	b, err := store.OpenBolt(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := b.GetNodes(ctx, hs)
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]map[byte]int{"load": {}, "commit": {}} // "load"/"commit" → codec → leaves
+	inner := 0
+	for i, h := range hs {
+		kind, c := data[i][0], after[h]
+		if kind == arrInner {
+			inner++
+			if c != 0 {
+				t.Errorf("an array inner node is stored with codec %d, want raw (0)", c)
+			}
+		}
+		if kind == arrLeaf {
+			if _, ok := loaded[h]; ok {
+				count["load"][c]++
+			} else {
+				count["commit"][c]++
+			}
+		}
+	}
+	if c := count["commit"]; c[1] == 0 || c[2] != 0 {
+		t.Errorf("the commit's new leaves have codecs %v; want S2 (1) only", c)
+	}
+	// The load hands its nodes over in batches of 1 MiB (bulk: zstd); only its last few nodes may be a small batch.
+	if c := count["load"]; c[2] < 10*c[1] {
+		t.Errorf("the load's leaves have codecs %v; want zstd (2) for nearly all", c)
+	}
+	if inner < 2 {
+		t.Errorf("%d array inner nodes: the test does not cover them", inner)
+	}
+	t.Logf("leaves by codec: %v; %d array inner nodes of %d", count, inner, len(hs))
 }
 
 // A database an earlier build made (format 1, 2 or 3) opens in a data directory, takes new writes in its format,
