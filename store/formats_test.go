@@ -129,7 +129,7 @@ func TestWhatWritesStoreInEachCodec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := map[string]map[byte]int{"load": {}, "commit": {}} // "load"/"commit" → codec → leaves
+	loadLeaves, commitLeaves := map[byte]int{}, map[byte]int{} // codec → leaves
 	inner := 0
 	for i, h := range hs {
 		kind, c := data[i][0], after[h]
@@ -141,23 +141,23 @@ func TestWhatWritesStoreInEachCodec(t *testing.T) {
 		}
 		if kind == arrLeaf {
 			if _, ok := loaded[h]; ok {
-				count["load"][c]++
+				loadLeaves[c]++
 			} else {
-				count["commit"][c]++
+				commitLeaves[c]++
 			}
 		}
 	}
-	if c := count["commit"]; c[1] == 0 || c[2] != 0 {
+	if c := commitLeaves; c[1] == 0 || c[2] != 0 {
 		t.Errorf("the commit's new leaves have codecs %v; want S2 (1) only", c)
 	}
 	// The load hands its nodes over in batches of 1 MiB (bulk: zstd); only its last few nodes may be a small batch.
-	if c := count["load"]; c[2] < 10*c[1] {
+	if c := loadLeaves; c[2] < 10*c[1] {
 		t.Errorf("the load's leaves have codecs %v; want zstd (2) for nearly all", c)
 	}
 	if inner < 2 {
 		t.Errorf("%d array inner nodes: the test does not cover them", inner)
 	}
-	t.Logf("leaves by codec: %v; %d array inner nodes of %d", count, inner, len(hs))
+	t.Logf("leaves by codec: load %v, commit %v; %d array inner nodes of %d", loadLeaves, commitLeaves, inner, len(hs))
 }
 
 // A database an earlier build made (format 1, 2 or 3) opens in a data directory, takes new writes in its format,
