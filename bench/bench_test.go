@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -248,5 +249,34 @@ func TestConcurrentCommits(t *testing.T) {
 		if got := c.o.concurrentCommits(c.commitMs); got != c.want {
 			t.Errorf("quick=%v, commit %v ms: %d commits, want %d", c.o.Quick, c.commitMs, got, c.want)
 		}
+	}
+}
+
+// Every system's turn starts after the disks are flushed of what the turn before wrote.
+func TestSettleBeforeEachSystem(t *testing.T) {
+	var log strings.Builder
+	was := settle
+	settle = func() { log.WriteString("settle\n") }
+	defer func() { settle = was }()
+	rep, err := Run(context.Background(), Options{N: []int{200}, Runs: 2, K: 3, Quick: true,
+		Systems: []string{"strata", "baseline"}, TempDir: t.TempDir(), Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Notes) > 0 {
+		t.Fatalf("notes: %q", rep.Notes)
+	}
+	var turns []string
+	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		if l == "settle" || strings.HasPrefix(l, "bench: N=200 run ") && !strings.Contains(l, ",") {
+			turns = append(turns, l)
+		}
+	}
+	want := []string{}
+	for _, s := range []string{"1/2: strata", "1/2: baseline", "2/2: strata", "2/2: baseline"} {
+		want = append(want, "bench: N=200 run "+s, "settle")
+	}
+	if strings.Join(turns, "\n") != strings.Join(want, "\n") {
+		t.Errorf("steps and flushes:\n%s\nwant:\n%s", strings.Join(turns, "\n"), strings.Join(want, "\n"))
 	}
 }
