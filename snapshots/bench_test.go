@@ -730,3 +730,34 @@ func BenchmarkConcurrentWorkload(b *testing.B) {
 		tr.report(b)
 	})
 }
+
+// BenchmarkDiffRevisions is (f) on a bbolt file, as strata bench measures it: the resource's diff from the revision
+// 50 commits back to the head, after 100 single-field commits at random elements. Each iteration diffs again with
+// the node cache as the last one left it (the suite takes the median of repeated diffs).
+func BenchmarkDiffRevisions(b *testing.B) {
+	forWorkload(b, func(b *testing.B, n int, s *storageState) {
+		ctx := context.Background()
+		for i := 0; i < 100; i++ {
+			s.commit(b)
+		}
+		head, err := s.db.Resolve(ctx, Ref{Branch: Main})
+		if err != nil {
+			b.Fatal(err)
+		}
+		from, to := Ref{Revision: head.Rev.Number - 50}, Ref{Revision: head.Rev.Number}
+		var ops int
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			d, _, _, err := s.db.Diff(ctx, from, to, "users", nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ops = len(d.Operations)
+		}
+		b.StopTimer()
+		if ops < 40 || ops > 50 {
+			b.Fatalf("%d operations between revisions 50 commits apart", ops)
+		}
+		b.ReportMetric(float64(ops), "ops")
+	})
+}
