@@ -59,7 +59,7 @@ func (p *preparer) add(h store.Hash, raw string) {
 // storeNode is the node raw at address h as a store takes it, marked incompressible if it is a node of hashes, so
 // that no codec is tried on it.
 func storeNode(h store.Hash, raw string) store.Node {
-	return store.Node{Hash: h, Data: []byte(raw), Incompressible: codec.OfHashes(raw)}
+	return store.Node{Hash: h, Data: unsafeBytes(raw), Incompressible: codec.OfHashes(raw)}
 }
 
 // wait waits for the batches handed over and returns their nodes by address (nil if none was; p may be nil).

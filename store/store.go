@@ -28,7 +28,7 @@ func (h Hash) Short() string { return hex.EncodeToString(h[:6]) }
 // Node is one canonical node and its address.
 type Node struct {
 	Hash Hash
-	Data []byte // canonical, uncompressed bytes; HashOf(Data) == Hash
+	Data []byte // canonical, uncompressed bytes; HashOf(Data) == Hash. Read only: it may share memory with a string.
 	// stored, if set, is encodeStored(Data, codec), made ahead of time by PrepareNodes so that a backend need not
 	// compress inside its write transaction (while it holds the writer lock, and the file against other processes).
 	// PrepareNodes sets it only after checking that Data hashes to Hash, so a node that has it needs no check again.
@@ -63,7 +63,8 @@ type NodeReader interface {
 
 // NodeWriter writes nodes.
 type NodeWriter interface {
-	// PutNodes stores each node that is not already present (put-if-absent) and reports what was added.
+	// PutNodes stores each node that is not already present (put-if-absent) and reports what was added. It must not
+	// write into a node's Data (it may share memory with the caller's strings), nor keep it past the call.
 	PutNodes(ctx context.Context, nodes []Node) (PutStats, error)
 }
 
