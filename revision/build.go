@@ -416,21 +416,46 @@ type ImportOptions struct {
 
 // ImportWith is Import with options.
 func (f *Forest) ImportWith(ctx context.Context, r io.Reader, opts *ImportOptions) (Value, Stats, error) {
+	o, depth, err := importDepth(opts)
+	if err != nil {
+		return Value{}, Stats{}, err
+	}
+	if o.Lines {
+		return f.importScan(ctx, jsonscan.NewLines(r, depth), o)
+	}
+	return f.importScan(ctx, jsonscan.New(r, depth), o)
+}
+
+// ImportBytesWith is ImportWith for a document in memory, scanned where it lies instead of through a reader's
+// buffer. data must not change until it returns.
+func (f *Forest) ImportBytesWith(ctx context.Context, data []byte, opts *ImportOptions) (Value, Stats, error) {
+	o, depth, err := importDepth(opts)
+	if err != nil {
+		return Value{}, Stats{}, err
+	}
+	if o.Lines {
+		return f.importScan(ctx, jsonscan.NewLines(bytes.NewReader(data), depth), o)
+	}
+	return f.importScan(ctx, jsonscan.NewBytes(data, depth), o)
+}
+
+// importDepth returns the options and the nesting the imported value may have.
+func importDepth(opts *ImportOptions) (ImportOptions, int, error) {
 	var o ImportOptions
 	if opts != nil {
 		o = *opts
 	}
 	depth := depthAt(max(o.Depth, 1))
-	var sc *jsonscan.Scanner
 	if o.Lines {
 		depth-- // the array the lines make
-		sc = jsonscan.NewLines(r, depth)
-	} else {
-		sc = jsonscan.New(r, depth)
 	}
 	if depth <= 0 {
-		return Value{}, Stats{}, fmt.Errorf("%w: a value placed %d levels down cannot nest within the %d-level limit", ErrLimit, o.Depth, MaxDepth)
+		return o, 0, fmt.Errorf("%w: a value placed %d levels down cannot nest within the %d-level limit", ErrLimit, o.Depth, MaxDepth)
 	}
+	return o, depth, nil
+}
+
+func (f *Forest) importScan(ctx context.Context, sc *jsonscan.Scanner, o ImportOptions) (Value, Stats, error) {
 	w := &batchWriter{ctx: ctx, ns: f.ns, max: o.BatchBytes}
 	if w.max <= 0 {
 		w.max = defaultBatchBytes
@@ -465,7 +490,7 @@ func (f *Forest) Place(ctx context.Context, root Value, ptr Pointer, v Value) (*
 
 // ImportBytes is Import for a document in memory.
 func (f *Forest) ImportBytes(ctx context.Context, data []byte) (Value, Stats, error) {
-	return f.Import(ctx, bytes.NewReader(data))
+	return f.ImportBytesWith(ctx, data, nil)
 }
 
 // parseDepth builds a value inside a write, nesting at most maxDepth deep: its nodes join the write's overlay.

@@ -74,6 +74,20 @@ func (db *DB) Import(ctx context.Context, resource string, r io.Reader, o Import
 	if w.DryRun {
 		return nil, invalid("an import cannot be a dry run (its input is read once, as it is stored); put the document instead")
 	}
+	return db.importValue(ctx, resource, w, func(f *revision.Forest) (revision.Value, revision.Stats, error) {
+		return f.ImportWith(ctx, r, &revision.ImportOptions{Lines: o.Lines, Depth: 1, BatchBytes: importBatchBytes})
+	})
+}
+
+// importValue commits the value build stores, through the import's lease, as the whole resource: Import's work
+// once its input is chosen, and a large Put's.
+func (db *DB) importValue(ctx context.Context, resource string, w WriteOptions, build func(*revision.Forest) (revision.Value, revision.Stats, error)) (*Result, error) {
+	if err := ValidResourceName(resource); err != nil {
+		return nil, err
+	}
+	if err := ValidRefName("branch", w.branch()); err != nil {
+		return nil, err
+	}
 	// Refuse now what the commit would refuse after reading everything.
 	err := db.be.View(ctx, func(c store.CatalogReader) error {
 		b, err := c.Branch(w.branch())
@@ -100,7 +114,7 @@ func (db *DB) Import(ctx context.Context, resource string, r io.Reader, o Import
 			im.abandon()
 		}
 	}()
-	v, stored, err := db.forest.WithStore(im).ImportWith(ctx, r, &revision.ImportOptions{Lines: o.Lines, Depth: 1, BatchBytes: importBatchBytes})
+	v, stored, err := build(db.forest.WithStore(im))
 	if err != nil {
 		if le := im.leaseErr(); le != nil {
 			return nil, le

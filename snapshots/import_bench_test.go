@@ -59,3 +59,44 @@ func BenchmarkImportStream(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPut measures row (a) as `strata bench` loads: a Put of docs/benchmarks.md's workload into a fresh bbolt
+// file (the Shared backend of a data directory), MB/s of JSON, durable. "import" is a Put as it is built from
+// putImportBytes up (putImport), "overlay" the same Put built in the write's overlay. Run:
+//
+//	go test -run='^$' -bench='Put/' -benchtime=5x ./snapshots/
+func BenchmarkPut(b *testing.B) {
+	for _, n := range []int{10_000, 40_000, 100_000, 1_000_000} {
+		doc := workload.JSON(n)
+		for _, way := range []string{"import", "overlay"} {
+			b.Run(fmt.Sprintf("%s/n=%d", way, n), func(b *testing.B) {
+				if n >= 1_000_000 && testing.Short() {
+					b.Skip("1M elements (104 MB of JSON) under -short")
+				}
+				defer func(n int) { putImportBytes = n }(putImportBytes)
+				if putImportBytes = 0; way == "overlay" {
+					putImportBytes = 1 << 40
+				}
+				b.SetBytes(int64(len(doc)))
+				for i := 0; b.Loop(); i++ {
+					b.StopTimer()
+					be, err := store.OpenShared(filepath.Join(b.TempDir(), fmt.Sprintf("put-%d%s", i, Ext)), nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					db, err := Open(context.Background(), be, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					if _, err := db.Put(context.Background(), "users", doc, WriteOptions{}); err != nil {
+						b.Fatal(err)
+					}
+					b.StopTimer()
+					db.Close()
+					b.StartTimer()
+				}
+			})
+		}
+	}
+}

@@ -10,15 +10,48 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// Put creates or replaces a whole resource with a JSON document.
+// Put creates or replaces a whole resource with a JSON document. A document of putImportBytes or more is built as
+// Import builds one, from memory, before it waits for the writer; the result, the revision and the errors are a
+// Put's either way.
 func (db *DB) Put(ctx context.Context, resource string, value []byte, w WriteOptions) (*Result, error) {
 	if err := ValidResourceName(resource); err != nil {
 		return nil, err
 	}
+	if len(value) >= putImportBytes && !w.DryRun {
+		return db.putImport(ctx, resource, value, w)
+	}
 	return db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
-		c, err := f.Patch(ctx, head.Root, []revision.Operation{{Op: "add", Path: revision.Pointer{resource}.String(), Value: value, HasValue: true}})
+		c, err := f.Patch(ctx, head.Root, []revision.Operation{{Op: putOp, Path: revision.Pointer{resource}.String(), Value: value, HasValue: true}})
 		return c, nil, err
 	})
+}
+
+// putOp is the operation a Put is, as its errors name it.
+const putOp = "add"
+
+// putImportBytes is the size from which a Put is built as an import is (importValue): its tree is built on the
+// caller's goroutine, before the request reaches the writer, so that other commits go on meanwhile; and its nodes
+// go to the store in batches of the forest's default size (4 MiB, an import's own are smaller, to bound its resident
+// set) as they are cut, instead of joining the write's overlay, each decoded again, to be walked at the commit.
+// BenchmarkPut (-benchmem), three alternating runs on 2026-12-03: at 1,000,000 elements (104 MB) 674–739 ms against
+// 710–820 ms, 162 against 218 MB allocated; at 100,000 (11 MB) 77–106 against 79–101 ms; at 40,000 (4.4 MB) the
+// overlay was 4–10% faster, the import's own transactions (the lease, a batch, the lease's removal) costing more
+// than the overlay saves.
+var putImportBytes = 8 << 20
+
+// putImport is Put for a large value. Its errors are a Put's: those of the value name the operation, as Patch's do.
+func (db *DB) putImport(ctx context.Context, resource string, value []byte, w WriteOptions) (*Result, error) {
+	ctx, end := commitSpan(ctx, w)
+	res, err := db.importValue(ctx, resource, w, func(f *revision.Forest) (revision.Value, revision.Stats, error) {
+		v, st, err := f.ImportBytesWith(ctx, value, &revision.ImportOptions{Depth: 1})
+		var je *revision.JSONError
+		if errors.As(err, &je) || errors.Is(err, revision.ErrLimit) {
+			err = &revision.PatchError{Index: 0, Op: putOp, Err: err}
+		}
+		return v, st, err
+	})
+	end(res, err)
+	return res, err
 }
 
 // Patch applies RFC 6902 operations, with paths inside the resource, as one revision: all or nothing.

@@ -1,0 +1,115 @@
+package snapshots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata/internal/workload"
+	"github.com/strata-db/strata/revision"
+)
+
+// TestPutLarge: a Put of a large value is built as an import is (putImport), and is the same Put as one built in the
+// write's overlay: the same tree, record and result, the same errors word for word, the same refusals, and no
+// lease left behind. Both ways run here on the same documents, the overlay's with the size limit out of reach.
+func TestPutLarge(t *testing.T) {
+	defer func(n int) { putImportBytes = n }(putImportBytes)
+	doc := workload.JSON(20000) // ~2 MB: several batches of 1 MiB
+	small := []byte(`{"a":[1,2,3],"b":"x"}`)
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			run := func(limit int) (*DB, []*Result) {
+				putImportBytes = limit
+				db, _ := openTest(t, open(t))
+				var out []*Result
+				for i, v := range [][]byte{doc, small, doc} {
+					before := nodeCount(t, db)
+					res := must(db.Put(ctx, "users", v, WriteOptions{Author: "a", Message: fmt.Sprint("m", i), Tool: "t"}))
+					if added := nodeCount(t, db) - before; res.NewNodes != added {
+						t.Fatalf("limit %d, put %d: %d nodes added, the result says %d", limit, i, added, res.NewNodes)
+					}
+					out = append(out, res)
+				}
+				again := must(db.Put(ctx, "users", doc, WriteOptions{}))
+				if !again.Unchanged || again.Revision != out[2].Revision {
+					t.Fatalf("limit %d: the same document again: %+v", limit, again)
+				}
+				out = append(out, again)
+				noImportsLeft(t, db)
+				return db, out
+			}
+			big, bigRes := run(1)
+			plain, plainRes := run(1 << 40)
+			for i := range bigRes {
+				b, p := *bigRes[i], *plainRes[i]
+				b.Time, p.Time = time.Time{}, time.Time{} // each DB has its own fake clock
+				if fmt.Sprint(b) != fmt.Sprint(p) {
+					t.Errorf("result %d: %+v as an import, %+v in the overlay", i, b, p)
+				}
+			}
+			for _, db := range []*DB{big, plain} {
+				if chk := must(db.Check(ctx, nil)); len(chk.Problems) != 0 {
+					t.Fatal(chk.Problems)
+				}
+			}
+			for rev := range bigRes[2].Revision + 1 {
+				a, b := must(big.Resolve(ctx, Ref{Revision: rev})), must(plain.Resolve(ctx, Ref{Revision: rev}))
+				if a.Root != b.Root || a.Rev.Author != b.Rev.Author || a.Rev.Message != b.Rev.Message || a.Rev.Tool != b.Rev.Tool {
+					t.Fatalf("revision %d: %+v as an import, %+v in the overlay", rev, a.Rev, b.Rev)
+				}
+			}
+
+			// Refusals and errors, word for word.
+			deep := strings.Repeat("[", revision.MaxDepth+1) + strings.Repeat("]", revision.MaxDepth+1)
+			must(big.SetSchema(ctx, "typed", []byte(`{"type":"array","items":{"type":"number"}}`), "op"))
+			must(plain.SetSchema(ctx, "typed", []byte(`{"type":"array","items":{"type":"number"}}`), "op"))
+			for _, c := range []struct {
+				resource, doc string
+				w             WriteOptions
+			}{
+				{"users", `[1,2,}`, WriteOptions{}},
+				{"users", "{\"a\":1,\n\"a\":2}", WriteOptions{}},
+				{"users", `[1] x`, WriteOptions{}},
+				{"users", ``, WriteOptions{}},
+				{"users", `{"a":"\u00zz"}`, WriteOptions{}},
+				{"users", "\"\xff\"", WriteOptions{}},
+				{"users", deep, WriteOptions{}},
+				{"typed", `[1, "two"]`, WriteOptions{}},
+				{"users", `[1]`, WriteOptions{ExpectedHead: 1}},
+				{"users", `[1]`, WriteOptions{Branch: "nope"}},
+				{"users", `[1]`, WriteOptions{Branch: "no pe"}},
+				{"", `[1]`, WriteOptions{}},
+			} {
+				putImportBytes = 1
+				_, errBig := big.Put(ctx, c.resource, []byte(c.doc), c.w)
+				putImportBytes = 1 << 40
+				_, errPlain := plain.Put(ctx, c.resource, []byte(c.doc), c.w)
+				if errBig == nil || fmt.Sprint(errBig) != fmt.Sprint(errPlain) || fmt.Sprintf("%T", errBig) != fmt.Sprintf("%T", errPlain) {
+					t.Errorf("put %.40q %+v:\n as an import: %T %v\n in the overlay: %T %v", c.doc, c.w, errBig, errBig, errPlain, errPlain)
+				}
+				var pe *revision.PatchError
+				if errors.As(errPlain, &pe) != errors.As(errBig, &pe) {
+					t.Errorf("put %.40q: a PatchError one way only", c.doc)
+				}
+			}
+			noImportsLeft(t, big)
+
+			// A replay by idempotency key commits nothing and leaves no lease; a dry run still previews.
+			putImportBytes = 1
+			first := must(big.Put(ctx, "keyed", doc, WriteOptions{IdempotencyKey: "k"}))
+			replay := must(big.Put(ctx, "keyed", small, WriteOptions{IdempotencyKey: "k"}))
+			if !replay.Replayed || replay.Revision != first.Revision {
+				t.Fatalf("replay: %+v after %+v", replay, first)
+			}
+			dry := must(big.Put(ctx, "dry", doc, WriteOptions{DryRun: true}))
+			if dry.Preview == nil || must(big.Resolve(ctx, Ref{})).Rev.Number != first.Revision {
+				t.Fatalf("dry run: %+v", dry)
+			}
+			noImportsLeft(t, big)
+		})
+	}
+}
