@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/strata-db/strata/internal/workload"
 	"github.com/strata-db/strata/revision"
+	"github.com/strata-db/strata/store"
 )
 
 // TestPutLarge: a Put of a large value is built as an import is (putImport), and is the same Put as one built in the
@@ -112,4 +114,75 @@ func TestPutLarge(t *testing.T) {
 			noImportsLeft(t, big)
 		})
 	}
+}
+
+// holdingBackend holds back one transaction, the hold-th Update after it is armed, until released: a write caught
+// between two of its transactions.
+type holdingBackend struct {
+	store.Backend
+	mu      sync.Mutex
+	count   int
+	hold    int           // 0: disarmed
+	held    chan struct{} // closed when the held Update waits
+	release chan struct{}
+}
+
+func (h *holdingBackend) Update(ctx context.Context, fn func(store.CatalogTx) error) error {
+	h.mu.Lock()
+	h.count++
+	wait := h.hold != 0 && h.count == h.hold
+	h.mu.Unlock()
+	if wait {
+		close(h.held)
+		<-h.release
+	}
+	return h.Backend.Update(ctx, fn)
+}
+
+// TestPutLargeDoesNotHoldTheWriter: while a large Put is being built (caught with its nodes built, before the
+// transaction that stores them: the second after its lease's), another write commits; then the Put commits too.
+func TestPutLargeDoesNotHoldTheWriter(t *testing.T) {
+	defer func(n int) { putImportBytes = n }(putImportBytes)
+	putImportBytes = 1
+	ctx := context.Background()
+	be := &holdingBackend{Backend: store.NewMemBackend(), held: make(chan struct{}), release: make(chan struct{})}
+	db, _ := openTest(t, be)
+	must(db.Put(ctx, "other", []byte(`{"n":0}`), WriteOptions{}))
+	be.mu.Lock()
+	be.count, be.hold = 0, 2
+	be.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Put(ctx, "users", workload.JSON(2000), WriteOptions{})
+		done <- err
+	}()
+	select {
+	case <-be.held:
+	case err := <-done:
+		t.Fatalf("the put committed (%v) without storing its nodes in a transaction before its commit", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the put never reached its second transaction")
+	}
+	other := make(chan error, 1)
+	go func() {
+		_, err := db.Patch(ctx, "other", ops(t, `[{"op":"replace","path":"/n","value":1}]`), WriteOptions{})
+		other <- err
+	}()
+	select {
+	case err := <-other:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("another write waited for the put's build")
+	}
+	close(be.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st := must(db.Resolve(ctx, Ref{}))
+	if st.Rev.Resources[0] != "users" || must(db.forest.Get(ctx, st.Root, revision.Pointer{"other", "n"})).NumberText() != "1" {
+		t.Fatalf("head %+v", st.Rev)
+	}
+	noImportsLeft(t, db)
 }
