@@ -88,8 +88,16 @@ func (db *DB) importValue(ctx context.Context, resource string, w WriteOptions, 
 	if err := ValidRefName("branch", w.branch()); err != nil {
 		return nil, err
 	}
-	// Refuse now what the commit would refuse after reading everything.
+	// Refuse now what the commit would refuse after reading everything, and answer a retry of a write already made
+	// without building its document again (the writer would find the key only after that work).
+	var replay *Result
 	err := db.be.View(ctx, func(c store.CatalogReader) error {
+		if k := w.IdempotencyKey; k != "" {
+			var err error
+			if replay, err = replayOf(c, k); err != nil || replay != nil {
+				return err
+			}
+		}
 		b, err := c.Branch(w.branch())
 		if err != nil {
 			return notFoundRef(c, "branch", w.branch(), err)
@@ -99,8 +107,8 @@ func (db *DB) importValue(ctx context.Context, resource string, w WriteOptions, 
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err != nil || replay != nil {
+		return replay, err
 	}
 
 	im, err := db.beginImport(ctx, resource, w.branch())

@@ -2,7 +2,6 @@ package snapshots
 
 import (
 	"context"
-	"errors"
 
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/store"
@@ -32,7 +31,6 @@ func (db *DB) dryRun(ctx context.Context, w WriteOptions, fn changeFunc) (*Resul
 		head    store.RevisionRecord
 		branch  store.BranchRecord
 		replay  *Result
-		noopKey bool
 		schemas *schemaSet
 	)
 	err := db.be.View(ctx, func(c store.CatalogReader) error {
@@ -41,18 +39,8 @@ func (db *DB) dryRun(ctx context.Context, w WriteOptions, fn changeFunc) (*Resul
 			return err
 		}
 		if k := w.IdempotencyKey; k != "" {
-			if n, ok, err := c.Idempotent(k); err != nil {
+			if replay, err = replayOf(c, k); err != nil || replay != nil {
 				return err
-			} else if ok {
-				rec, err := c.Revision(n)
-				if err == nil {
-					replay = resultOf(rec, true)
-					_, noopKey, err = c.Get(noopKeysBucket, k)
-					return err
-				}
-				if !errors.Is(err, store.ErrNotFound) {
-					return err
-				}
 			}
 		}
 		b, err := c.Branch(w.branch())
@@ -67,9 +55,6 @@ func (db *DB) dryRun(ctx context.Context, w WriteOptions, fn changeFunc) (*Resul
 		return nil, err
 	}
 	if replay != nil {
-		if noopKey {
-			replay.unchanged()
-		}
 		return replay, nil
 	}
 	if w.ExpectedHead != 0 && w.ExpectedHead != branch.Head {

@@ -107,6 +107,27 @@ func TestPutLarge(t *testing.T) {
 			if !replay.Replayed || replay.Revision != first.Revision {
 				t.Fatalf("replay: %+v after %+v", replay, first)
 			}
+			// A retry is answered before its document is read, as the writer answers a small one: even one that would
+			// not parse, and one of a write that changed nothing.
+			putImportBytes = 1 << 40
+			must(plain.Put(ctx, "keyed", doc, WriteOptions{IdempotencyKey: "k"}))
+			must(plain.Put(ctx, "keyed", doc, WriteOptions{IdempotencyKey: "same"}))
+			putImportBytes = 1
+			must(big.Put(ctx, "keyed", doc, WriteOptions{IdempotencyKey: "same"}))
+			for _, k := range []string{"k", "same"} {
+				before := nodeCount(t, big)
+				putImportBytes = 1
+				b := must(big.Put(ctx, "keyed", []byte(`[1,2,}`), WriteOptions{IdempotencyKey: k}))
+				putImportBytes = 1 << 40
+				p := must(plain.Put(ctx, "keyed", []byte(`[1,2,}`), WriteOptions{IdempotencyKey: k}))
+				if !b.Replayed || b.Unchanged != (k == "same") || b.Unchanged != p.Unchanged || !p.Replayed {
+					t.Fatalf("retry of %q: %+v as an import, %+v in the overlay", k, b, p)
+				}
+				if after := nodeCount(t, big); after != before {
+					t.Fatalf("retry of %q: %d nodes before, %d after", k, before, after)
+				}
+			}
+			putImportBytes = 1
 			dry := must(big.Put(ctx, "dry", doc, WriteOptions{DryRun: true}))
 			if dry.Preview == nil || must(big.Resolve(ctx, Ref{})).Rev.Number != first.Revision {
 				t.Fatalf("dry run: %+v", dry)

@@ -116,8 +116,7 @@ func (p *planner) add(rs []*request) error {
 	p.arrived = t0.Sub(p.begun)
 	defer func() { p.took += time.Since(t0) }()
 	db := p.db
-	replays := map[*request]store.RevisionRecord{}
-	noops := map[*request]bool{} // replays of writes that changed nothing
+	replays := map[*request]*Result{}
 	failed := map[*request]error{}
 	// Later requests on a branch already read, without an idempotency key, need nothing from the catalog.
 	read := !p.started
@@ -155,23 +154,11 @@ func (p *planner) add(rs []*request) error {
 		}
 		for _, r := range rs {
 			if k := r.opts.IdempotencyKey; k != "" {
-				if n, ok, err := c.Idempotent(k); err != nil {
+				if res, err := replayOf(c, k); err != nil {
 					return err
-				} else if ok {
-					rec, err := c.Revision(n)
-					if err == nil {
-						replays[r] = rec
-						if _, noop, err := c.Get(noopKeysBucket, k); err != nil {
-							return err
-						} else if noop {
-							noops[r] = true
-						}
-						continue
-					}
-					if !errors.Is(err, store.ErrNotFound) {
-						return err
-					}
-					// The revision was garbage-collected: the key no longer protects anything; commit anew.
+				} else if res != nil {
+					replays[r] = res
+					continue
 				}
 			}
 			name := r.opts.branch()
@@ -202,11 +189,7 @@ func (p *planner) add(rs []*request) error {
 	}
 	p.n += len(rs)
 	for _, r := range rs {
-		if rec, ok := replays[r]; ok {
-			res := resultOf(rec, true)
-			if noops[r] {
-				res.unchanged()
-			}
+		if res, ok := replays[r]; ok {
 			r.done <- outcome{res: res}
 			continue
 		}
@@ -299,4 +282,28 @@ func (p *planner) keep(r *request) {
 	if k := r.opts.IdempotencyKey; k != "" {
 		p.keys[k] = true
 	}
+}
+
+// replayOf is the answer to a retry of the write that recorded idempotency key k: its revision, marked replayed (and
+// unchanged if it changed nothing), or nil if no write recorded k or its revision was garbage-collected (then the key
+// no longer protects anything, and the write commits anew).
+func replayOf(c store.CatalogReader, k string) (*Result, error) {
+	n, ok, err := c.Idempotent(k)
+	if err != nil || !ok {
+		return nil, err
+	}
+	rec, err := c.Revision(n)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := resultOf(rec, true)
+	if _, noop, err := c.Get(noopKeysBucket, k); err != nil {
+		return nil, err
+	} else if noop {
+		res.unchanged()
+	}
+	return res, nil
 }
