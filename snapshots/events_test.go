@@ -185,4 +185,34 @@ func TestCommitSpan(t *testing.T) {
 	if attrs["strata.revision"] != fmt.Sprint(r.Revision) || attrs["strata.branch"] != Main {
 		t.Fatalf("commit span attributes %v", attrs)
 	}
+
+	// An import, and a put large enough to be built as one, have their span too, over the build as well.
+	defer func(n int) { putImportBytes = n }(putImportBytes)
+	putImportBytes = 1
+	for name, write := range map[string]func(context.Context) (*Result, error){
+		"import": func(ctx context.Context) (*Result, error) {
+			return db.Import(ctx, "imported", strings.NewReader(`[1,2,3]`), ImportOptions{}, WriteOptions{})
+		},
+		"large put": func(ctx context.Context) (*Result, error) {
+			return db.Put(ctx, "large", []byte(`{"b":[true]}`), WriteOptions{})
+		},
+	} {
+		sr := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+		ctx, parent := tp.Tracer("test").Start(context.Background(), "request")
+		r := must(write(ctx))
+		parent.End()
+		spans := sr.Ended()
+		if len(spans) != 2 || spans[0].Name() != "commit" || spans[0].Parent().SpanID() != parent.SpanContext().SpanID() {
+			t.Fatalf("%s: spans %v", name, spans)
+		}
+		attrs := map[string]string{}
+		for _, kv := range spans[0].Attributes() {
+			attrs[string(kv.Key)] = kv.Value.Emit()
+		}
+		if attrs["strata.revision"] != fmt.Sprint(r.Revision) || r.Revision == 0 || attrs["strata.new_nodes"] != fmt.Sprint(r.NewNodes) {
+			t.Fatalf("%s: commit span attributes %v, result %+v", name, attrs, r)
+		}
+		tp.Shutdown(context.Background())
+	}
 }

@@ -74,14 +74,16 @@ func (db *DB) Import(ctx context.Context, resource string, r io.Reader, o Import
 	if w.DryRun {
 		return nil, invalid("an import cannot be a dry run (its input is read once, as it is stored); put the document instead")
 	}
-	return db.importValue(ctx, resource, w, func(f *revision.Forest) (revision.Value, revision.Stats, error) {
+	return db.importValue(ctx, resource, w, func(ctx context.Context, f *revision.Forest) (revision.Value, revision.Stats, error) {
 		return f.ImportWith(ctx, r, &revision.ImportOptions{Lines: o.Lines, Depth: 1, BatchBytes: importBatchBytes})
 	})
 }
 
 // importValue commits the value build stores, through the import's lease, as the whole resource: Import's work
 // once its input is chosen, and a large Put's.
-func (db *DB) importValue(ctx context.Context, resource string, w WriteOptions, build func(*revision.Forest) (revision.Value, revision.Stats, error)) (*Result, error) {
+func (db *DB) importValue(ctx context.Context, resource string, w WriteOptions, build func(context.Context, *revision.Forest) (revision.Value, revision.Stats, error)) (res *Result, err error) {
+	ctx, end := commitSpan(ctx, w) // the span covers the build: that is where an import spends its time
+	defer func() { end(res, err) }()
 	if err := ValidResourceName(resource); err != nil {
 		return nil, err
 	}
@@ -91,7 +93,7 @@ func (db *DB) importValue(ctx context.Context, resource string, w WriteOptions, 
 	// Refuse now what the commit would refuse after reading everything, and answer a retry of a write already made
 	// without building its document again (the writer would find the key only after that work).
 	var replay *Result
-	err := db.be.View(ctx, func(c store.CatalogReader) error {
+	err = db.be.View(ctx, func(c store.CatalogReader) error {
 		if k := w.IdempotencyKey; k != "" {
 			var err error
 			if replay, err = replayOf(c, k); err != nil || replay != nil {
@@ -122,7 +124,7 @@ func (db *DB) importValue(ctx context.Context, resource string, w WriteOptions, 
 			im.abandon()
 		}
 	}()
-	v, stored, err := build(db.forest.WithStore(im))
+	v, stored, err := build(ctx, db.forest.WithStore(im))
 	if err != nil {
 		if le := im.leaseErr(); le != nil {
 			return nil, le
@@ -151,7 +153,7 @@ func (db *DB) importValue(ctx context.Context, resource string, w WriteOptions, 
 		c, err := f.Place(ctx, head.Root, revision.Pointer{resource}, v)
 		return c, nil, err
 	}})
-	res, err := out.res, out.err
+	res, err = out.res, out.err
 	if err != nil {
 		return nil, err
 	}

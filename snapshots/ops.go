@@ -41,8 +41,7 @@ var putImportBytes = 8 << 20
 
 // putImport is Put for a large value. Its errors are a Put's: those of the value name the operation, as Patch's do.
 func (db *DB) putImport(ctx context.Context, resource string, value []byte, w WriteOptions) (*Result, error) {
-	ctx, end := commitSpan(ctx, w)
-	res, err := db.importValue(ctx, resource, w, func(f *revision.Forest) (revision.Value, revision.Stats, error) {
+	return db.importValue(ctx, resource, w, func(ctx context.Context, f *revision.Forest) (revision.Value, revision.Stats, error) {
 		v, st, err := f.ImportBytesWith(ctx, value, &revision.ImportOptions{Depth: 1})
 		var je *revision.JSONError
 		if errors.As(err, &je) || errors.Is(err, revision.ErrLimit) {
@@ -50,8 +49,6 @@ func (db *DB) putImport(ctx context.Context, resource string, value []byte, w Wr
 		}
 		return v, st, err
 	})
-	end(res, err)
-	return res, err
 }
 
 // Patch applies RFC 6902 operations, with paths inside the resource, as one revision: all or nothing.
