@@ -177,4 +177,40 @@ func TestSharedIndexAfterFileRestored(t *testing.T) {
 			}
 		}
 	}
+
+	// Again, but another process commits on the restored file before this handle opens it: the file's last
+	// transaction is then no older than the one the index saw, and only its chunk 3, which the restored file numbers
+	// anew for that process's nodes, tells the index that the file is not the one it was loaded from.
+	d, e := indexTestNodes(33, 20), indexTestNodes(34, 20)
+	waitClosed()
+	if backup, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	put(d)
+	waitClosed()
+	if err := os.WriteFile(path+".tmp", backup, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	other, err := OpenBolt(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Update(ctx, func(tx CatalogTx) error { _, err := tx.PutNodes(e); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	put(d) // d is not in the restored file: it must be stored again
+	for _, nodes := range [][]Node{a, b, c, d, e} {
+		for _, n := range nodes {
+			got, err := s.GetNodes(ctx, []Hash{n.Hash})
+			if err != nil || string(got[0]) != string(n.Data) {
+				t.Fatalf("node %s after the file was restored and written by another process: %v", n.Hash.Short(), err)
+			}
+		}
+	}
 }

@@ -78,7 +78,8 @@ func (x *nodeIndex) load(tx *bolt.Tx, path string) error {
 	created := tx.Bucket(bucketMeta).Get(metaCreated)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.m == nil || gen != x.gen || !bytes.Equal(created, x.created) || uint64(tx.ID()) < x.txid {
+	if x.m == nil || gen != x.gen || !bytes.Equal(created, x.created) || uint64(tx.ID()) < x.txid ||
+		!x.holds(x.upTo, tx.Bucket(bucketChunkIdx).Get(be64(x.upTo))) {
 		x.m, x.upTo, x.sorted = map[Hash]loc{}, 0, nil
 	}
 	x.created, x.txid = bytes.Clone(created), uint64(tx.ID())
@@ -97,6 +98,28 @@ func (x *nodeIndex) load(tx *bolt.Tx, path string) error {
 	}
 	x.gen = gen
 	return nil
+}
+
+// holds reports whether the map has chunk c as the file's chunk index entry v describes it: every node of v at its
+// place in c. Chunks are never rewritten, and removing nodes from an entry moves metaIndexGen (or, by this process,
+// removes them from the map too), so a file that still carries the history the map was loaded from passes. One that
+// was replaced by an older copy of itself (a backup restored), in which another process has since committed (so its
+// last transaction is no longer older than the map's), fails: its chunk c is missing, or holds that process's nodes
+// under the number the restored file handed out again. Chunk 0 (no chunk loaded yet) always passes.
+func (x *nodeIndex) holds(c uint64, v []byte) bool {
+	if c == 0 {
+		return true
+	}
+	if len(v) == 0 || len(v)%idxEntry != 0 {
+		return false
+	}
+	for e := v; len(e) > 0; e = e[idxEntry:] {
+		want := loc{chunk: c, off: binary.BigEndian.Uint32(e[hashLen:]), n: binary.BigEndian.Uint32(e[hashLen+4:])}
+		if x.m[Hash(e[:hashLen])] != want {
+			return false
+		}
+	}
+	return true
 }
 
 // indexGen reads metaIndexGen (0 until a transaction has removed nodes).
