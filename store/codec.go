@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"sync"
@@ -33,8 +34,9 @@ const (
 
 // maxNodeBytes bounds what a stored zstd frame may claim to decode to, so that a damaged one cannot make a read
 // allocate without limit. Nodes are cut at 16 KiB plus one entry, but an entry (one long object key, one long
-// number) has no bound of its own: a node larger than this is stored with S2, whose decoder allocates only what the
-// block's own bytes can produce.
+// number) has no bound of its own: a node larger than this is stored with S2. S2's decoder allocates whatever its
+// block's header claims (up to 4 GiB), so a block that claims more than this is first walked without output
+// (s2Produces), and allocated for only if its operations produce exactly that.
 var maxNodeBytes = 256 << 20 // a variable for tests only
 
 var (
@@ -154,7 +156,7 @@ func decodeStored(h Hash, stored []byte) ([]byte, error) {
 	case codecRaw:
 		data = append([]byte(nil), stored[1:]...)
 	case codecS2:
-		data, err = s2.Decode(nil, stored[1:])
+		data, err = decodeS2(stored[1:])
 	case codecZstd:
 		data, err = zstdDecoder().DecodeAll(stored[1:], nil)
 	default:
@@ -168,4 +170,110 @@ func decodeStored(h Hash, stored []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: node %s does not match its hash", ErrCorruptNode, h.Short())
 	}
 	return data, nil
+}
+
+// decodeS2 is s2.Decode, except that a block whose header claims more than maxNodeBytes is refused without
+// allocating unless its operations produce exactly that many bytes: one damaged length byte must not make a read
+// allocate gigabytes (a failed allocation ends the process).
+func decodeS2(src []byte) ([]byte, error) {
+	n, hdr := binary.Uvarint(src)
+	if hdr <= 0 {
+		return nil, s2.ErrCorrupt
+	}
+	if n > uint64(maxNodeBytes) {
+		if got, ok := s2Produces(src[hdr:], n); !ok || got != n {
+			return nil, fmt.Errorf("%w: its header claims %d bytes, which its operations do not produce", s2.ErrCorrupt, n)
+		}
+	}
+	return s2.Decode(nil, src)
+}
+
+// s2Produces walks the operations of an S2 block (after its length header) as s2.Decode does, checking what it
+// checks, without producing anything: it returns how many bytes they produce, and false if they are malformed or
+// produce more than limit. It follows the bounds-checked loop of s2Decode in github.com/klauspost/compress/s2
+// (decode_other.go, v1.20.4; BSD-3-Clause): literals (tag 0), copies with a 1-byte offset or, at offset 0, a repeat
+// of the last offset with its length extended (tag 1), and copies with 2- and 4-byte offsets (tags 2 and 3).
+// TestS2Produces holds it to s2.Decode's answers.
+func s2Produces(src []byte, limit uint64) (uint64, bool) {
+	var d uint64
+	offset, s := uint64(0), 0
+	need := func(k int) bool { // the next k bytes are there; s moves past them
+		if k > len(src)-s {
+			return false
+		}
+		s += k
+		return true
+	}
+	for s < len(src) {
+		tag := src[s]
+		var length uint64
+		switch tag & 0x03 {
+		case 0: // literal
+			x := uint64(tag >> 2)
+			switch {
+			case x < 60:
+				s++
+			case x <= 63:
+				k := int(x - 59) // 1 to 4 bytes of length follow
+				if !need(1 + k) {
+					return 0, false
+				}
+				x = 0
+				for i := k; i >= 1; i-- {
+					x = x<<8 | uint64(src[s-k-1+i])
+				}
+			}
+			length = x + 1
+			if length > limit-d || length > uint64(len(src)-s) {
+				return 0, false
+			}
+			d += length
+			s += int(length)
+			continue
+		case 1: // copy, 1-byte offset; or a repeat
+			if !need(2) {
+				return 0, false
+			}
+			length = uint64(src[s-2]) >> 2 & 0x7
+			if o := uint64(src[s-2])&0xe0<<3 | uint64(src[s-1]); o != 0 {
+				offset = o
+			} else {
+				switch length {
+				case 5:
+					if !need(1) {
+						return 0, false
+					}
+					length = uint64(src[s-1]) + 4
+				case 6:
+					if !need(2) {
+						return 0, false
+					}
+					length = (uint64(src[s-2]) | uint64(src[s-1])<<8) + 1<<8
+				case 7:
+					if !need(3) {
+						return 0, false
+					}
+					length = (uint64(src[s-3]) | uint64(src[s-2])<<8 | uint64(src[s-1])<<16) + 1<<16
+				}
+			}
+			length += 4
+		case 2: // copy, 2-byte offset
+			if !need(3) {
+				return 0, false
+			}
+			length = 1 + uint64(src[s-3])>>2
+			offset = uint64(src[s-2]) | uint64(src[s-1])<<8
+		case 3: // copy, 4-byte offset
+			if !need(5) {
+				return 0, false
+			}
+			length = 1 + uint64(src[s-5])>>2
+			offset = uint64(src[s-4]) | uint64(src[s-3])<<8 | uint64(src[s-2])<<16 | uint64(src[s-1])<<24
+		}
+		if offset == 0 || d < offset || length > limit-d {
+			return 0, false
+		}
+		d += length
+	}
+	return d, true
 }

@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -62,6 +65,102 @@ func TestZstdFrameClaimingHugeSizeIsRefused(t *testing.T) {
 	_, err := decodeStored(Hash{}, append([]byte{codecZstd}, frame...))
 	if !errors.Is(err, ErrCorruptNode) || !errors.Is(err, zstd.ErrDecoderSizeExceeded) {
 		t.Fatalf("decode of a frame claiming 300 MiB: %v; want ErrCorruptNode for its size", err)
+	}
+}
+
+// An S2 block whose header claims gigabytes is refused before anything that size is allocated (s2.Decode allocates
+// what the header claims), and one that claims more than maxNodeBytes but truly holds it still decodes.
+func TestS2BlockClaimingHugeSizeIsRefused(t *testing.T) {
+	stored := []byte{codecS2, 0xf0, 0xff, 0xff, 0xff, 0x0f, 0x00, 0x01, 0x02} // claims 4 GiB less 16 bytes
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := decodeStored(Hash{}, stored)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCorruptNode) {
+		t.Fatalf("decode of a 9-byte block claiming 4 GiB: %v; want ErrCorruptNode", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Fatalf("decode of a 9-byte block claiming 4 GiB allocated %d MiB", grew>>20)
+	}
+
+	defer func(n int) { maxNodeBytes = n }(maxNodeBytes)
+	maxNodeBytes = 1 << 10
+	for _, data := range [][]byte{[]byte(strings.Repeat("a", 1<<20)), []byte(strings.Repeat(`{"k":"value"},`, 5000))} {
+		s := append([]byte{codecS2}, s2.EncodeBetter(nil, data)...)
+		if got, err := decodeStored(HashOf(data), s); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("decode of a true %d-byte block over a %d-byte bound: %v", len(data), maxNodeBytes, err)
+		}
+	}
+}
+
+// s2Produces agrees with s2.Decode: on blocks of every encoder, it gives their length; on damaged ones, it says
+// malformed exactly when s2.Decode fails, and otherwise gives the length s2.Decode returns.
+func TestS2Produces(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	gen := []func(n int) []byte{
+		func(n int) []byte {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+			return b
+		},
+		func(n int) []byte { return []byte(strings.Repeat("x", n)) },
+		func(n int) []byte {
+			var b []byte
+			for len(b) < n {
+				b = fmt.Appendf(b, `{"id":%d,"name":"user%d","score":%d},`, len(b), r.IntN(50), r.IntN(100))
+			}
+			return b[:n]
+		},
+		func(n int) []byte { // runs of random length
+			var b []byte
+			for len(b) < n {
+				b = append(b, bytes.Repeat([]byte{byte(r.IntN(4))}, 1+r.IntN(70000))...)
+			}
+			return b[:n]
+		},
+	}
+	enc := []func([]byte) []byte{
+		func(b []byte) []byte { return s2.Encode(nil, b) },
+		func(b []byte) []byte { return s2.EncodeBetter(nil, b) },
+		func(b []byte) []byte { return s2.EncodeBest(nil, b) },
+		func(b []byte) []byte { return s2.EncodeSnappy(nil, b) },
+	}
+	agree := func(block []byte) {
+		t.Helper()
+		n, hdr := binary.Uvarint(block)
+		if hdr <= 0 || n > 1<<32 {
+			return
+		}
+		got, ok := s2Produces(block[hdr:], n)
+		out, err := s2.Decode(nil, block)
+		if (err == nil) != (ok && got == n) || (err == nil && uint64(len(out)) != got) {
+			t.Fatalf("block of %d bytes claiming %d: s2Produces %d, %v; s2.Decode %d bytes, %v", len(block), n, got, ok, len(out), err)
+		}
+	}
+	for i := 0; i < 400; i++ {
+		data := gen[i%len(gen)](1 + r.IntN([]int{64, 4096, 200000}[i%3]))
+		block := enc[(i/len(gen))%len(enc)](data)
+		n, hdr := binary.Uvarint(block)
+		if got, ok := s2Produces(block[hdr:], n); !ok || got != uint64(len(data)) {
+			t.Fatalf("a block of %d bytes: s2Produces %d, %v", len(data), got, ok)
+		}
+		for j := 0; j < 20; j++ {
+			damaged := bytes.Clone(block)
+			for k := 0; k <= r.IntN(3); k++ {
+				damaged[hdr+r.IntN(len(damaged)-hdr)] = byte(r.Uint32())
+			}
+			agree(damaged)
+			agree(damaged[:hdr+r.IntN(len(damaged)-hdr+1)])
+		}
+	}
+	for i := 0; i < 5000; i++ {
+		junk := make([]byte, 1+r.IntN(40))
+		for k := range junk {
+			junk[k] = byte(r.Uint32())
+		}
+		agree(append(binary.AppendUvarint(nil, uint64(r.IntN(300))), junk...))
 	}
 }
 
