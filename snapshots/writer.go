@@ -386,6 +386,7 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 			}
 			for i := range plans {
 				p := &plans[i]
+				reused := false // the key named a revision since garbage-collected: it is recorded anew
 				if k := p.r.opts.IdempotencyKey; k != "" {
 					if n, ok, err := tx.Idempotent(k); err != nil {
 						return err
@@ -393,6 +394,7 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 						if _, err := tx.Revision(n); err == nil {
 							return errRetry // committed meanwhile (another process): replay it
 						}
+						reused = true
 					}
 				}
 				if p.noop() {
@@ -431,6 +433,11 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 				if k := p.r.opts.IdempotencyKey; k != "" {
 					if err := tx.SetIdempotent(k, p.rec.Number); err != nil {
 						return err
+					}
+					if reused { // its first write may have changed nothing; this one did
+						if err := tx.Delete(noopKeysBucket, k); err != nil {
+							return err
+						}
 					}
 				}
 				if p.r.opts.InTx != nil {
