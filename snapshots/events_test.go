@@ -131,6 +131,14 @@ func (f *flakyBackend) View(ctx context.Context, fn func(store.CatalogReader) er
 // failed with store.ErrFailStop makes it not ready, the failed commit is told with its error, and once the
 // storage answers again (the process reopened it) the directory is ready again.
 func TestDirReady(t *testing.T) {
+	defer func(n int) { putImportBytes = n }(putImportBytes)
+	for _, limit := range []int{putImportBytes, 1} { // a Put through the writer, and one built as an import
+		putImportBytes = limit
+		t.Run(fmt.Sprint("put from ", limit, " bytes built as an import"), testDirReady)
+	}
+}
+
+func testDirReady(t *testing.T) {
 	ctx := context.Background()
 	var rec recorder
 	be := &flakyBackend{Backend: store.NewMemBackend()}

@@ -3,6 +3,7 @@ package snapshots
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -82,14 +83,29 @@ func (db *DB) Import(ctx context.Context, resource string, r io.Reader, o Import
 // importValue commits the value build stores, through the import's lease, as the whole resource: Import's work
 // once its input is chosen, and a large Put's.
 func (db *DB) importValue(ctx context.Context, resource string, w WriteOptions, build func(context.Context, *revision.Forest) (revision.Value, revision.Stats, error)) (res *Result, err error) {
-	ctx, end := commitSpan(ctx, w) // the span covers the build: that is where an import spends its time
-	defer func() { end(res, err) }()
 	if err := ValidResourceName(resource); err != nil {
 		return nil, err
 	}
 	if err := ValidRefName("branch", w.branch()); err != nil {
 		return nil, err
 	}
+	// A closed database takes no lease and stores no node, and says so as the writer would.
+	db.mu.Lock()
+	closed := db.closed
+	db.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	ctx, end := commitSpan(ctx, w) // the span covers the build: that is where an import spends its time
+	t0, submitted := time.Now(), false
+	defer func() {
+		// The batches and the lease are the write's own transactions: a storage failure in them is a failed commit,
+		// as the writer tells of its own (Events.Commit; it marks the database not ready).
+		if !submitted && errors.Is(err, store.ErrFailStop) {
+			db.commitEvent(CommitEvent{Writes: 1, Duration: time.Since(t0), Err: err})
+		}
+		end(res, err)
+	}()
 	// Refuse now what the commit would refuse after reading everything, and answer a retry of a write already made
 	// without building its document again (the writer would find the key only after that work).
 	var replay *Result
@@ -149,6 +165,7 @@ func (db *DB) importValue(ctx context.Context, resource string, w WriteOptions, 
 		return nil
 	}
 	// The revision counts the nodes the batches stored as its own.
+	submitted = true
 	out := db.submit(ctx, &request{opts: w, stored: stored, change: func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
 		c, err := f.Place(ctx, head.Root, revision.Pointer{resource}, v)
 		return c, nil, err
