@@ -1,9 +1,12 @@
 package snapshots
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -230,4 +233,41 @@ func TestPutLargeDoesNotHoldTheWriter(t *testing.T) {
 		t.Fatalf("head %+v", st.Rev)
 	}
 	noImportsLeft(t, db)
+}
+
+// A document holding one object key of 300 MB of random letters and digits (a key is kept whole, in one node, which
+// compresses to about its own size) is stored, and the file opens again in another process and reads it back:
+// bbolt writes that node's chunk as a page of ~300 MB, which the check of a file's pages before bbolt sees it must
+// take for data, not damage. Over 1 GB of memory and several seconds: STRATA_LONG=1 only.
+func TestHugeNodeReopens(t *testing.T) {
+	if os.Getenv("STRATA_LONG") != "1" {
+		t.Skip("300 MB node: STRATA_LONG=1")
+	}
+	ctx := context.Background()
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	r := rand.New(rand.NewPCG(9, 9))
+	doc := make([]byte, 0, 300<<20+8)
+	doc = append(doc, `{"`...)
+	for len(doc) < 300<<20+2 {
+		doc = append(doc, alphabet[r.IntN(len(alphabet))])
+	}
+	doc = append(doc, `":1}`...)
+	dir := t.TempDir()
+	d := must(OpenDir(dir, nil))
+	db := must(d.Create(ctx, "huge", "tester"))
+	must(db.Put(ctx, "n", doc, WriteOptions{}))
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = must(OpenDir(dir, nil)) // a new handle walks the file's pages, as another process would
+	defer d.Close()
+	db = must(d.Open(ctx, "huge"))
+	v, _, err := db.Get(ctx, Ref{}, "n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := must(db.Forest().JSON(ctx, v))
+	if !bytes.Equal(got, doc) {
+		t.Fatalf("read back %d bytes, want the %d put", len(got), len(doc))
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/strata-db/strata/internal/nofollow"
 )
 
@@ -46,9 +48,12 @@ const (
 	boltPageFreelist = 0x10
 	boltBucketLeaf   = 0x01 // leaf element flag: the value is a bucket
 	boltBucketHeader = 16   // a bucket value starts with its root pgid and sequence
-	// maxPageSpan bounds the bytes read for one page and its overflow pages. bbolt allows values up to 2 GiB, but
-	// Strata's are nodes of a few KiB (strings are chunked), so a larger span is damage, not data.
-	maxPageSpan = 256 << 20
+	// maxPageSpan bounds the bytes one page and its overflow pages may span: the largest leaf bbolt writes, two
+	// elements (it splits no leaf below two) of its largest key and value. Most of Strata's values are chunks of
+	// 256 KiB or less, but a node holding one huge object key or number (which are not chunked, as strings are)
+	// gets a chunk as large as it is; a file holding one (TestHugeNodeReopens: 300 MB) was refused as damaged when
+	// this bound was 256 MiB. A span must also end inside the file, which is the check that catches damage.
+	maxPageSpan = boltPageHeader + 2*(boltElemSize+bolt.MaxKeySize+bolt.MaxValueSize)
 )
 
 var errLockTimeout = errors.New("lock timeout")
