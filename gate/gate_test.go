@@ -519,4 +519,36 @@ func TestPlanSurvivesUnrelatedCommits(t *testing.T) {
 	if read("customers", "/carol/city") != `"Lima"` || read("orders", "") != `[]` {
 		t.Errorf("after the promote: carol %s, orders %s", read("customers", "/carol/city"), read("orders", ""))
 	}
+
+	// A promote whose value is too large to keep whole in the plan: once approved, its branch changes that value to
+	// another of the same size, and main moves elsewhere, so the apply is made again. What it would land is not what
+	// was approved (found in review: the kept marker held only the value's kind and size).
+	big := func(c string) json.RawMessage { return json.RawMessage(`"` + strings.Repeat(c, 20000) + `"`) }
+	commit(Change{Op: OpPut, Resource: "blob", Value: big("A")})
+	if _, err := v.CreateBranch(ctx, "large", snapshots.Ref{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Write(ctx, Change{Op: OpPut, Resource: "blob", Value: big("B"), Branch: "large"}); err != nil {
+		t.Fatal(err)
+	}
+	p = plan(Change{Op: OpPromote, Source: "large", Branch: "main"})
+	if _, err := v.Write(ctx, Change{Op: OpPut, Resource: "blob", Value: big("C"), Branch: "large"}); err != nil {
+		t.Fatal(err)
+	}
+	commit(Change{Op: OpPut, Resource: "orders", Value: json.RawMessage(`[1]`)})
+	if _, err := v.ApplyPlan(ctx, p, ""); Code(err) != CodePlanChanged {
+		t.Fatalf("a promote whose large value changed after approval: %v, want PLAN_CHANGED", err)
+	}
+	if got := read("blob", ""); got != string(big("A")) {
+		t.Fatalf("main's blob is %.20s..., want the A... it held", got)
+	}
+	// Planned anew and approved, it survives an unrelated commit as any plan does.
+	p = plan(Change{Op: OpPromote, Source: "large", Branch: "main"})
+	commit(Change{Op: OpPut, Resource: "orders", Value: json.RawMessage(`[2]`)})
+	if out, err := v.ApplyPlan(ctx, p, ""); err != nil || out.Result == nil {
+		t.Fatalf("a promote of a large value after an unrelated commit: %+v %v", out, err)
+	}
+	if got := read("blob", ""); got != string(big("C")) {
+		t.Fatalf("main's blob is %.20s..., want the C... approved", got)
+	}
 }

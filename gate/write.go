@@ -3,6 +3,8 @@ package gate
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -816,14 +818,17 @@ func (v *View) savePlan(ctx context.Context, ch Change, p snapshots.Plan, d *rev
 }
 
 // keepOps keeps the first operations while their JSON fits budget bytes; complete reports that all fit. A value too
-// big for a quarter of the budget is replaced by an $elided marker, so that one huge value never stops the list.
+// big for a quarter of the budget is replaced by an $elided marker, so that one huge value never stops the list. The
+// marker carries the value's SHA-256: a plan applied on a branch that moved since is made again and its kept
+// operations compared with these (rebase), and a value of the same size but other content must not pass for the
+// approved one.
 func keepOps(ops []revision.DiffOp, budget int) (kept []revision.DiffOp, complete bool) {
 	used := 0
 	perValue := max(budget/4, 200)
 	for _, o := range ops {
 		for _, v := range []*json.RawMessage{&o.Value, &o.OldValue} {
 			if *v != nil && len(*v) > perValue {
-				*v = ElidedRaw(*v, o.Path)
+				*v = elided(*v, o.Path, true)
 			}
 		}
 		b, _ := json.Marshal(o)
@@ -843,10 +848,14 @@ type Elided struct {
 	Path   string `json:"path"`
 	Count  uint64 `json:"count,omitempty"`
 	Bytes  uint64 `json:"bytes"`
+	SHA256 string `json:"sha256,omitempty"` // of the value's JSON, in a plan's kept operations
 }
 
 // ElidedRaw is the marker for a raw JSON value left out.
-func ElidedRaw(raw json.RawMessage, p string) json.RawMessage {
+func ElidedRaw(raw json.RawMessage, p string) json.RawMessage { return elided(raw, p, false) }
+
+// elided is the marker for a raw JSON value left out, with the SHA-256 of its JSON if hash is set.
+func elided(raw json.RawMessage, p string, hash bool) json.RawMessage {
 	kind := "string"
 	switch raw[0] {
 	case '{':
@@ -861,6 +870,11 @@ func ElidedRaw(raw json.RawMessage, p string) json.RawMessage {
 	default:
 		kind = "number"
 	}
-	b, _ := json.Marshal(Elided{Elided: kind, Path: p, Bytes: uint64(len(raw))})
+	e := Elided{Elided: kind, Path: p, Bytes: uint64(len(raw))}
+	if hash {
+		sum := sha256.Sum256(raw)
+		e.SHA256 = hex.EncodeToString(sum[:])
+	}
+	b, _ := json.Marshal(e)
 	return b
 }
