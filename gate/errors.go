@@ -80,6 +80,24 @@ func denied(what string) error {
 	return &Error{code: CodeDenied, Msg: what + " is disabled by the operator; nothing was done", Err: ErrDenied}
 }
 
+// FileFault reports an error about a database's file (damaged, of another format, in use, stopped after an I/O
+// failure), whose message names a path on the server: a front end shows its caller FileFaultMessage instead, and
+// leaves the file's name and the cause to the operator's log.
+func FileFault(err error) bool {
+	for _, s := range []error{store.ErrBadFile, store.ErrFormat, store.ErrFailStop, store.ErrLocked, store.ErrCorruptNode, store.ErrNodeMissing, store.ErrSymlink} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// FileFaultMessage and FileFaultHint are what a caller is told of a FileFault: only what it can act on.
+const (
+	FileFaultMessage = "the database file is damaged or cannot be used now; nothing was written"
+	FileFaultHint    = "tell the operator: the server's log names the file and says why"
+)
+
 // Code classifies any error of the library, the one place where sentinels become the stable codes: front ends are
 // lookup tables over it. An error that is none of the library's is UNAVAILABLE (the call failed for a reason the
 // caller cannot fix by changing its arguments).

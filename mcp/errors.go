@@ -10,7 +10,6 @@ import (
 	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
-	"github.com/strata-db/strata/store"
 )
 
 // The stable error codes are the gate's (gate.Code classifies every library error); these are their short names
@@ -132,10 +131,9 @@ func errorFor(err error) *toolError {
 		}
 	case codeUnavailable:
 		switch {
-		case fileFault(err):
+		case gate.FileFault(err):
 			// The library's message names the server's files: the caller learns only what it can act on.
-			te.Message = "the database file is damaged or cannot be used now; nothing was written"
-			te.Hint = "tell the operator: the server's log names the file and says why"
+			te.Message, te.Hint = gate.FileFaultMessage, gate.FileFaultHint
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 			te.Message = "the call was cancelled or timed out before it finished; nothing was written unless a result said so"
 		case errors.Is(err, snapshots.ErrClosed):
@@ -176,17 +174,6 @@ func errorFor(err error) *toolError {
 		te.Hint = "the closest existing names are in did_you_mean"
 	}
 	return te
-}
-
-// fileFault reports an error about a database's file (damaged, of another format, in use, stopped after an I/O
-// failure), whose message names a path on the server.
-func fileFault(err error) bool {
-	for _, s := range []error{store.ErrBadFile, store.ErrFormat, store.ErrFailStop, store.ErrLocked, store.ErrCorruptNode, store.ErrNodeMissing, store.ErrSymlink} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // headline is the first line of an error's text: the code, then what was wrong and what to do.

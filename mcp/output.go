@@ -11,6 +11,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/internal/safetext"
 )
 
@@ -234,7 +235,7 @@ const errorMetaKey = "strata/error"
 // toolError is errorFor, logging what it does not tell the caller: the file behind a damaged database.
 func (s *server) toolError(err error) *toolError {
 	te := errorFor(err)
-	if fileFault(err) {
+	if gate.FileFault(err) {
 		s.cfg.Logger.Error("a database file cannot be used", "err", err)
 	}
 	return te

@@ -299,6 +299,14 @@ func (q *req) fail(err error) {
 	if errors.As(err, &ge) {
 		hint = ge.Hint
 	}
+	if gate.FileFault(err) {
+		// The library's message names the server's files: the page says only what its reader can act on, and the
+		// log has the rest.
+		if st != http.StatusInternalServerError {
+			q.h.o.Logger.Error("review page", "path", q.r.URL.Path, "err", err)
+		}
+		msg, hint = gate.FileFaultMessage, gate.FileFaultHint
+	}
 	q.render(st, "error", "Error", map[string]any{"Code": code, "Message": msg, "Hint": hint})
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -896,5 +897,21 @@ func TestLiveQueue(t *testing.T) {
 	e.plan("bob", "orders", "/0/price", "11")
 	if m := next(); m["pending"] != 1.0 {
 		t.Errorf("after a plan: %v", m)
+	}
+}
+
+// A page about a database whose file cannot be used says so, without the server's path or the file's bytes (found
+// in security review: the page showed the library's whole message); the log has them.
+func TestFileFaultHidesPath(t *testing.T) {
+	e := newEnv(t, true, false)
+	path := filepath.Join(e.dir.Path(), "broken"+snapshots.Ext)
+	if err := os.WriteFile(path, []byte(strings.Repeat("garbage!", 1024)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signIn(bobToken)
+	p := b.get("/ui/db/broken")
+	if strings.Contains(p.body, e.dir.Path()) || strings.Contains(p.body, "garbage") || !strings.Contains(p.body, "the database file is damaged or cannot be used now") {
+		t.Fatalf("the page about a damaged database (%d):\n%s", p.status, p.body)
 	}
 }
