@@ -61,6 +61,38 @@ func TestGateReady(t *testing.T) {
 	}
 }
 
+// A plan is not approved or rejected while the audit log cannot record it, as no write runs then (found in security
+// review: decisions went through); once the log works again, the decision is made.
+func TestNoDecisionWithoutAudit(t *testing.T) {
+	ctx := context.Background()
+	g := fixture(t, filepath.Join(t.TempDir(), "audit.log"))
+	agent := actor(t, g, Principal{Name: "agent", Mode: WritesBranches})
+	op := actor(t, g, Operator("op"))
+	v, _ := agent.Open(ctx, "shop")
+	ov, _ := op.Open(ctx, "shop")
+	out, err := v.Write(ctx, Change{Op: OpUpdate, Resource: "customers", Path: "/alice/city", Value: []byte(`"Bergen"`)})
+	if err != nil || out.Plan == nil {
+		t.Fatalf("a write to main: %+v %v, want a plan", out, err)
+	}
+	id := out.Plan.Plan.ID
+	g.auditFailed.Store(true)
+	for _, approve := range []bool{true, false} {
+		if _, err := ov.DecidePlan(ctx, id, approve, ""); Code(err) != CodeUnavailable || !strings.Contains(err.Error(), "audit log") {
+			t.Fatalf("deciding (approve %v) with the audit log failing: %v, want UNAVAILABLE", approve, err)
+		}
+	}
+	if err := v.DeclinePlan(ctx, out.Plan.Plan, "agent"); Code(err) != CodeUnavailable {
+		t.Fatalf("declining with the audit log failing: %v, want UNAVAILABLE", err)
+	}
+	if p, err := ov.ReviewPlan(ctx, id); err != nil || p.State != snapshots.PlanPending {
+		t.Fatalf("the plan after refused decisions: %+v %v, want it pending", p, err)
+	}
+	g.auditFailed.Store(false)
+	if p, err := ov.DecidePlan(ctx, id, true, ""); err != nil || p.State != snapshots.PlanApproved {
+		t.Fatalf("deciding once the log works: %+v %v", p, err)
+	}
+}
+
 // TestEndReturnsRecord: Call.End hands the front end the record it appended, with the revision a write made.
 func TestEndReturnsRecord(t *testing.T) {
 	ctx := context.Background()

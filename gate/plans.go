@@ -103,6 +103,9 @@ func (v *View) ReviewPlan(ctx context.Context, id string) (snapshots.Plan, error
 func (v *View) DecidePlan(ctx context.Context, id string, approve bool, reason string) (snapshots.Plan, error) {
 	recordDatabase(ctx, v.name)
 	callFrom(ctx).note(func(c *Call) { c.planID = id })
+	if err := v.a.g.checkAudit(); err != nil { // a decision changes what may be written: it is recorded, or not made
+		return snapshots.Plan{}, err
+	}
 	p, err := v.ReviewPlan(ctx, id)
 	if err != nil {
 		return p, err
@@ -210,6 +213,9 @@ func PlanChange(p snapshots.Plan) (Change, error) {
 func (v *View) DeclinePlan(ctx context.Context, p snapshots.Plan, by string) error {
 	if p.Principal != v.a.p.Name {
 		return planNotFound(p.ID)
+	}
+	if err := v.a.g.checkAudit(); err != nil {
+		return err
 	}
 	_, err := v.db.RejectPlan(ctx, p.ID, by, "declined when asked to confirm")
 	return err
