@@ -28,12 +28,13 @@ func (v *View) Import(ctx context.Context, resource string, r io.Reader, opts sn
 		class = ClassProtected
 	}
 	switch v.a.decide(class) {
-	case Deny:
-		recordDecision(ctx, Deny)
-		return nil, denied("import on branch " + branchOr(ch.Branch))
-	case Ask:
+	case Allow:
+	case Ask, Approve: // a plan, which a stream cannot wait for (found in review: Approve fell through to a commit)
 		return nil, &Error{code: CodeConfirmationRequired, Err: ErrConfirmationRequired,
 			Msg: "an import on branch " + branchOr(ch.Branch) + " needs a person's confirmation, and a stream cannot wait for one; nothing was written"}
+	default:
+		recordDecision(ctx, Deny)
+		return nil, denied("import on branch " + branchOr(ch.Branch))
 	}
 	recordDecision(ctx, Allow)
 	res, err := v.db.Import(ctx, resource, r, opts, v.writeOptions(ch))

@@ -552,3 +552,27 @@ func TestPlanSurvivesUnrelatedCommits(t *testing.T) {
 		t.Fatalf("main's blob is %.20s..., want the C... approved", got)
 	}
 }
+
+// An import onto a protected branch follows the policy's decision for the class: allow commits it; ask and approve,
+// which would make a plan, refuse it (a stream cannot wait for a person); deny refuses it. Found in security review:
+// approve fell through to a commit with no plan.
+func TestImportFollowsPolicy(t *testing.T) {
+	ctx := context.Background()
+	g := fixture(t, "")
+	for _, tc := range []struct{ decision, code string }{
+		{Allow, ""}, {Ask, CodeConfirmationRequired}, {Approve, CodeConfirmationRequired}, {Deny, CodeDenied},
+	} {
+		a := actor(t, g, Principal{Name: "importer", Policy: Policy{Read: Allow, Write: Allow, Protected: tc.decision}})
+		v, err := a.Open(ctx, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, _ := v.Resolve(ctx, snapshots.Ref{})
+		res, err := v.Import(ctx, "imported", strings.NewReader(`[1,2]`), snapshots.ImportOptions{}, Change{})
+		after, _ := v.Resolve(ctx, snapshots.Ref{})
+		if Code(err) != tc.code || (tc.code == "") != (res != nil) || (tc.code != "") != (after.Rev.Number == before.Rev.Number) {
+			t.Errorf("an import on main under protected: %s: %+v %v (head %d -> %d), want code %q", tc.decision, res, err,
+				before.Rev.Number, after.Rev.Number, tc.code)
+		}
+	}
+}
