@@ -175,7 +175,9 @@ func (d *differ) diff(p Pointer, a, b Value) error {
 	return d.array(p, a, b)
 }
 
-// small diffs two inline arrays (at most 1 KiB each) with jsondiff, which finds moved and copied elements too.
+// small diffs two inline arrays (at most 1 KiB each) with jsondiff's longest common subsequence. Not with its
+// factorisation too (moves and copies): with the LCS, v0.7.1 emits moves whose indexes do not hold in the order the
+// operations apply ([0,1] to [1,2,0]: move /0 to /2 in a two-element array; TestDiffSmallArraysExhaustive).
 // Objects of any size go through members: renames are found there, and it is several times faster.
 func (d *differ) small(p Pointer, a, b Value) error {
 	x, err := d.r.materializeExact(a.enc)
@@ -186,7 +188,7 @@ func (d *differ) small(p Pointer, a, b Value) error {
 	if err != nil {
 		return err
 	}
-	patch, err := jsondiff.CompareWithoutMarshal(x, y, jsondiff.Factorize(), jsondiff.LCS())
+	patch, err := jsondiff.CompareWithoutMarshal(x, y, jsondiff.LCS())
 	if err != nil {
 		return err
 	}
