@@ -182,6 +182,18 @@ func testHistoryStory(t *testing.T, be store.Backend) {
 	if get(t, db, Ref{}, "users", "/0/name") != `"ada"` {
 		t.Fatal("undelete")
 	}
+	// An array element restored takes its old value in its place (found in review: it was inserted before it), and
+	// one the array has lost since comes back at the end.
+	r := must(db.Put(ctx, "arr", []byte(`[1,9,3]`), WriteOptions{}))
+	must(db.Patch(ctx, "arr", ops(t, `[{"op":"replace","path":"/1","value":2},{"op":"remove","path":"/2"}]`), WriteOptions{}))
+	must(db.Restore(ctx, "arr", revision.MustPointer("/1"), Ref{Revision: r.Revision}, WriteOptions{}))
+	if got := get(t, db, Ref{}, "arr", ""); got != `[1,9]` {
+		t.Fatalf("restore of an array element: %s, want [1,9]", got)
+	}
+	must(db.Restore(ctx, "arr", revision.MustPointer("/2"), Ref{Revision: r.Revision}, WriteOptions{}))
+	if got := get(t, db, Ref{}, "arr", ""); got != `[1,9,3]` {
+		t.Fatalf("restore of a lost array element: %s, want [1,9,3]", got)
+	}
 }
 
 func must2(t *testing.T) func([]PathChange, uint64, error) ([]PathChange, uint64) {

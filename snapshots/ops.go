@@ -181,7 +181,15 @@ func (db *DB) Restore(ctx context.Context, resource string, ptr revision.Pointer
 		if err != nil {
 			return nil, nil, err
 		}
-		c, err := f.Patch(ctx, head.Root, []revision.Operation{{Op: "add", Path: full.String(), Value: text, HasValue: true}})
+		// The value at the path becomes the old one: replaced where the path is, added where it is not. (An add at
+		// an array element inserts before it: found in review, restoring /arr/1 lengthened the array.)
+		op := "replace"
+		if _, err := f.Get(ctx, head.Root, full); errors.Is(err, revision.ErrNotFound) {
+			op = "add"
+		} else if err != nil {
+			return nil, nil, err
+		}
+		c, err := f.Patch(ctx, head.Root, []revision.Operation{{Op: op, Path: full.String(), Value: text, HasValue: true}})
 		return c, nil, err
 	})
 }
