@@ -413,7 +413,9 @@ func collectOf(q *gojq.Query) (*gojq.Query, bool) {
 // anything goes there.
 func projectable(f *gojq.Query) ([]string, bool) {
 	a := &projection{keys: map[string]bool{}}
-	if _, ok := a.query(f); !ok {
+	if _, ok := a.query(f); !ok || a.keys[markKey] {
+		// A program can name the member that marks a projected element ("\u0000strata: ..."): it must then see the
+		// element's own (found in review: select on it counted every element).
 		return nil, false
 	}
 	keys := make([]string, 0, len(a.keys))

@@ -46,7 +46,9 @@ type elemRef int32
 // reached an output, the encoder would refuse it (a Go type it does not know) rather than print a partial object.
 type projectionMark struct{}
 
-const markKey = "\x00strata: a projected element" // a program cannot read it: the projection has every name f reads
+// markKey is the marking member's name. A program could name it (a jq string may hold \u0000), and one that does is
+// not projected (projectable), so no program that sees a projected element reads it.
+const markKey = "\x00strata: a projected element"
 
 var theMark = &projectionMark{}
 
