@@ -1716,34 +1716,28 @@ func TestUnchangedWriteKeepsKey(t *testing.T) {
 // the next write that uses it; if that one changes something, a retry of it must say so, not "unchanged" (found in
 // review: the first write's no-op marker outlived it). Both ways a Put is built.
 func TestReusedKeyAfterCollectionIsNotUnchanged(t *testing.T) {
-	defer func(n int) { putImportBytes = n }(putImportBytes)
-	for name, open := range backends(t) {
-		for _, limit := range []int{1, 1 << 40} {
-			t.Run(fmt.Sprint(name, "/", limit), func(t *testing.T) {
-				putImportBytes = limit
-				ctx := context.Background()
-				db, clk := openTest(t, open(t))
-				must(db.CreateBranch(ctx, "b", Ref{}, ""))
-				must(db.Put(ctx, "doc", []byte(`[1]`), WriteOptions{Branch: "b"}))
-				if r := must(db.Put(ctx, "doc", []byte(`[1]`), WriteOptions{Branch: "b", IdempotencyKey: "k"})); !r.Unchanged {
-					t.Fatalf("the same document again: %+v", r)
-				}
-				must(db.DeleteBranch(ctx, "b"))
-				must(db.Put(ctx, "other", []byte(`{}`), WriteOptions{})) // the last revision is always kept
-				clk.mu.Lock()
-				clk.t = clk.t.Add(3 * time.Hour)
-				clk.mu.Unlock()
-				if rep := must(db.GC(ctx, &GCOptions{Grace: time.Nanosecond})); rep.RemovedRevisions == 0 {
-					t.Fatalf("the deleted branch was not collected: %+v", rep)
-				}
-				first := must(db.Put(ctx, "doc", []byte(`[2]`), WriteOptions{IdempotencyKey: "k"}))
-				retry := must(db.Put(ctx, "doc", []byte(`[2]`), WriteOptions{IdempotencyKey: "k"}))
-				if first.Unchanged || !retry.Replayed || retry.Unchanged || retry.Revision != first.Revision || len(retry.Resources) != 1 {
-					t.Fatalf("a write with the key recorded anew: %+v; its retry: %+v", first, retry)
-				}
-			})
+	forPutPaths(t, func(t *testing.T, be store.Backend) {
+		ctx := context.Background()
+		db, clk := openTest(t, be)
+		must(db.CreateBranch(ctx, "b", Ref{}, ""))
+		must(db.Put(ctx, "doc", []byte(`[1]`), WriteOptions{Branch: "b"}))
+		if r := must(db.Put(ctx, "doc", []byte(`[1]`), WriteOptions{Branch: "b", IdempotencyKey: "k"})); !r.Unchanged {
+			t.Fatalf("the same document again: %+v", r)
 		}
-	}
+		must(db.DeleteBranch(ctx, "b"))
+		must(db.Put(ctx, "other", []byte(`{}`), WriteOptions{})) // the last revision is always kept
+		clk.mu.Lock()
+		clk.t = clk.t.Add(3 * time.Hour)
+		clk.mu.Unlock()
+		if rep := must(db.GC(ctx, &GCOptions{Grace: time.Nanosecond})); rep.RemovedRevisions == 0 {
+			t.Fatalf("the deleted branch was not collected: %+v", rep)
+		}
+		first := must(db.Put(ctx, "doc", []byte(`[2]`), WriteOptions{IdempotencyKey: "k"}))
+		retry := must(db.Put(ctx, "doc", []byte(`[2]`), WriteOptions{IdempotencyKey: "k"}))
+		if first.Unchanged || !retry.Replayed || retry.Unchanged || retry.Revision != first.Revision || len(retry.Resources) != 1 {
+			t.Fatalf("a write with the key recorded anew: %+v; its retry: %+v", first, retry)
+		}
+	})
 }
 
 // ---------------------------------------------------------------------------------------------------------------

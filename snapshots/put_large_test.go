@@ -140,28 +140,35 @@ func TestPutLarge(t *testing.T) {
 	}
 }
 
-// A write to a closed database is refused with ErrClosed, however a Put is built, and leaves nothing behind.
-func TestPutAfterClose(t *testing.T) {
+// forPutPaths runs fn on every backend, twice: with every Put built as an import (putImportBytes 1), and with every
+// Put built in the writer's overlay.
+func forPutPaths(t *testing.T, fn func(t *testing.T, be store.Backend)) {
 	defer func(n int) { putImportBytes = n }(putImportBytes)
 	for name, open := range backends(t) {
 		for _, limit := range []int{1, 1 << 40} {
 			t.Run(fmt.Sprint(name, "/", limit), func(t *testing.T) {
 				putImportBytes = limit
-				be := open(t)
-				db, _ := openTest(t, be)
-				must(db.Put(context.Background(), "doc", []byte(`[1]`), WriteOptions{}))
-				if err := db.Close(); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := db.Put(context.Background(), "doc", []byte(`[2]`), WriteOptions{}); !errors.Is(err, ErrClosed) {
-					t.Fatalf("a put after Close: %v, want ErrClosed", err)
-				}
-				if _, err := db.Import(context.Background(), "doc", strings.NewReader(`[3]`), ImportOptions{}, WriteOptions{}); !errors.Is(err, ErrClosed) {
-					t.Fatalf("an import after Close: %v, want ErrClosed", err)
-				}
+				fn(t, open(t))
 			})
 		}
 	}
+}
+
+// A write to a closed database is refused with ErrClosed, however a Put is built, and leaves nothing behind.
+func TestPutAfterClose(t *testing.T) {
+	forPutPaths(t, func(t *testing.T, be store.Backend) {
+		db, _ := openTest(t, be)
+		must(db.Put(context.Background(), "doc", []byte(`[1]`), WriteOptions{}))
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Put(context.Background(), "doc", []byte(`[2]`), WriteOptions{}); !errors.Is(err, ErrClosed) {
+			t.Fatalf("a put after Close: %v, want ErrClosed", err)
+		}
+		if _, err := db.Import(context.Background(), "doc", strings.NewReader(`[3]`), ImportOptions{}, WriteOptions{}); !errors.Is(err, ErrClosed) {
+			t.Fatalf("an import after Close: %v, want ErrClosed", err)
+		}
+	})
 }
 
 // holdingBackend holds back one transaction, the hold-th Update after it is armed, until released: a write caught

@@ -161,12 +161,16 @@ func TestSharedIndexAfterFileRestored(t *testing.T) {
 	put(b)
 	waitClosed()
 	// The operator restores the backup while the server is idle.
-	if err := os.WriteFile(path+".tmp", backup, 0o600); err != nil {
-		t.Fatal(err)
+	restore := func(backup []byte) {
+		t.Helper()
+		if err := os.WriteFile(path+".tmp", backup, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		t.Fatal(err)
-	}
+	restore(backup)
 	put(c) // takes chunk 2 again in the restored file
 	put(b) // b is not in the restored file: it must be stored again
 	for _, nodes := range [][]Node{a, b, c} {
@@ -188,12 +192,7 @@ func TestSharedIndexAfterFileRestored(t *testing.T) {
 	}
 	put(d)
 	waitClosed()
-	if err := os.WriteFile(path+".tmp", backup, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		t.Fatal(err)
-	}
+	restore(backup)
 	other, err := OpenBolt(path, nil)
 	if err != nil {
 		t.Fatal(err)
