@@ -136,6 +136,17 @@ func (db *DB) Revert(ctx context.Context, target Ref, w WriteOptions) (*Result, 
 	if w.Message == "" {
 		w.Message = fmt.Sprintf("revert to %s (revision %d)", target, st.Rev.Number)
 	}
+	// The target must still be there when the revert commits: garbage collection removes a revision's record before
+	// any of its nodes, so a record still there is a tree still whole, and one gone is refused as missing.
+	w.InTx = BothInTx(func(tx store.CatalogTx, _ store.RevisionRecord) error {
+		if _, err := tx.Revision(st.Rev.Number); errors.Is(err, store.ErrNotFound) {
+			return &NotFoundError{What: "revision", Name: fmt.Sprint(st.Rev.Number),
+				Hint: "garbage collection removed it while the revert waited; nothing was written"}
+		} else if err != nil {
+			return err
+		}
+		return nil
+	}, w.InTx)
 	return db.commit(ctx, w, func(ctx context.Context, f *revision.Forest, head State) (*revision.Change, []uint64, error) {
 		// Read the target's root node: if garbage collection removed it since it was resolved, say so now
 		// rather than commit a root whose nodes are gone.
