@@ -148,7 +148,13 @@ func (d *Dir) Open(ctx context.Context, name string) (*DB, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if db, ok := d.dbs[name]; ok {
-		return db, nil
+		// One that another server dropped (a call on it said so) is opened anew: the name may be another database
+		// now. (Found in review: the cache kept answering ErrDropped, whose message says to open it again.)
+		if gone, ok := db.be.(interface{ Dropped() bool }); !ok || !gone.Dropped() {
+			return db, nil
+		}
+		db.Close()
+		delete(d.dbs, name)
 	}
 	be, err := d.openBackend(ctx, name)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, store.ErrNotFound) {

@@ -192,6 +192,32 @@ func TestPostgresTwoDirs(t *testing.T) {
 	}
 }
 
+// TestPostgresReopenAfterDropElsewhere: a database another server dropped and created again is the new one once
+// this server, told that its copy was dropped, opens it again (found in review: the cache kept the dropped one).
+func TestPostgresReopenAfterDropElsewhere(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	a, b := pgDir(t, url), pgDir(t, url)
+	dbA := must(a.Create(ctx, "shop", "op"))
+	must(dbA.Put(ctx, "doc", []byte(`{"v":1}`), WriteOptions{}))
+	if err := b.Drop(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	dbB := must(b.Create(ctx, "shop", "op"))
+	must(dbB.Put(ctx, "doc", []byte(`{"v":2}`), WriteOptions{}))
+	if _, err := dbA.Put(ctx, "doc", []byte(`{"v":3}`), WriteOptions{}); !errors.Is(err, store.ErrDropped) {
+		t.Fatalf("a put on the dropped copy: %v, want ErrDropped", err)
+	}
+	again := must(a.Open(ctx, "shop"))
+	if again == dbA || get(t, again, Ref{}, "doc", "/v") != "2" {
+		t.Fatalf("opened again after the drop: the same copy %v, /v %s", again == dbA, get(t, again, Ref{}, "doc", "/v"))
+	}
+	must(again.Put(ctx, "doc", []byte(`{"v":4}`), WriteOptions{}))
+	if get(t, dbB, Ref{}, "doc", "/v") != "4" {
+		t.Fatal("a write through the reopened copy is not read by the server that created it")
+	}
+}
+
 // TestPostgresDirLocation: a URL is never a directory; a wrong one is a clear error naming host and database, not
 // the password.
 func TestPostgresDirLocation(t *testing.T) {

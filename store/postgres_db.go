@@ -30,6 +30,8 @@ type PostgresDB struct {
 	id     int64
 	name   string
 	closed atomic.Bool
+	// gone is set once a call found the database dropped (Dropped): a directory then opens the name anew.
+	gone atomic.Bool
 }
 
 var (
@@ -55,7 +57,12 @@ func (d *PostgresDB) usable() error {
 	return nil
 }
 
+// Dropped reports whether a call on this database found it dropped (by this process or another): the name may
+// have been created again since, as another database, which opening it again finds.
+func (d *PostgresDB) Dropped() bool { return d.gone.Load() }
+
 func (d *PostgresDB) dropped() error {
+	d.gone.Store(true)
 	return fmt.Errorf("%w: %q is no longer in %s (another process dropped it); open it again if it was re-created", ErrDropped, d.name, d.p.where)
 }
 
