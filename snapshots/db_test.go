@@ -441,3 +441,24 @@ func TestUnchangedWriteMakesNoRevision(t *testing.T) {
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }
+
+// A read at an instant far outside the years a nanosecond count holds (1678 to 2262) is before or after every
+// revision, on every backend: at the year 1000 main did not exist yet; at 3000 it is at its head (found in review:
+// the count wrapped around, and the year 1000 read today's head).
+func TestAtFarInstants(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			db, _ := openTest(t, open(t))
+			must(db.Put(ctx, "doc", []byte(`1`), WriteOptions{}))
+			head := must(db.Put(ctx, "doc", []byte(`2`), WriteOptions{}))
+			past, future := time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+			if st, err := db.Resolve(ctx, Ref{Branch: Main, At: &past}); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("main at the year 1000: revision %d, %v; want not found", st.Rev.Number, err)
+			}
+			if st, err := db.Resolve(ctx, Ref{Branch: Main, At: &future}); err != nil || st.Rev.Number != head.Revision {
+				t.Fatalf("main at the year 3000: revision %d, %v; want the head, %d", st.Rev.Number, err, head.Revision)
+			}
+		})
+	}
+}

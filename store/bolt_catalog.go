@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -235,7 +236,22 @@ func (c *boltCat) Labels() ([]LabelRecord, error) {
 }
 
 // timeKey orders times as unsigned big-endian bytes, pre-1970 included.
-func timeKey(t time.Time) []byte { return be64(uint64(t.UnixNano()) ^ 1<<63) }
+func timeKey(t time.Time) []byte { return be64(uint64(unixNano(t)) ^ 1<<63) }
+
+// unixNano is t.UnixNano, held to the instants it can represent (1678 to 2262): before them the first, after them
+// the last. t.UnixNano wraps around outside them, so a read at the year 1000 found today's head (found in review).
+// Revisions are made now, well inside, so an instant outside orders exactly as it should against every one.
+func unixNano(t time.Time) int64 {
+	switch {
+	case t.Before(minUnixNano):
+		return math.MinInt64
+	case t.After(maxUnixNano):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+var minUnixNano, maxUnixNano = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 
 func (c *boltCat) HeadAt(id uint64, at time.Time) (uint64, bool, error) {
 	bk := c.bucket(bucketRevTS)

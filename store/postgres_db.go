@@ -579,7 +579,7 @@ func (c *pgCat) Labels() ([]LabelRecord, error) { return listRecords[LabelRecord
 
 func (c *pgCat) HeadAt(id uint64, at time.Time) (uint64, bool, error) {
 	rev, ok, err := one[int64](c, "reading the head log",
-		"SELECT rev FROM strata_headlog WHERE db = $1 AND branch = $2 AND t <= $3 ORDER BY t DESC LIMIT 1", c.d.id, int64(id), at.UnixNano())
+		"SELECT rev FROM strata_headlog WHERE db = $1 AND branch = $2 AND t <= $3 ORDER BY t DESC LIMIT 1", c.d.id, int64(id), unixNano(at))
 	return uint64(rev), ok, err
 }
 
@@ -817,7 +817,7 @@ func (c *pgCat) DeleteLabel(name string) error {
 
 func (c *pgCat) LogHead(id uint64, at time.Time, rev uint64) error {
 	c.queue("INSERT INTO strata_headlog (db, branch, t, rev) VALUES ($1, $2, $3, $4) ON CONFLICT (db, branch, t) DO UPDATE SET rev = excluded.rev",
-		c.d.id, int64(id), at.UnixNano(), int64(rev))
+		c.d.id, int64(id), unixNano(at), int64(rev))
 	return nil
 }
 
