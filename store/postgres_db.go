@@ -312,6 +312,7 @@ func (c *pgCat) commit() error {
 		_, err = br.Exec()
 	}
 	var tag string
+	atCommit := err == nil // an error from here on is COMMIT's own, or the connection's
 	if err == nil {
 		var t pgconn.CommandTag
 		if t, err = br.Exec(); err == nil {
@@ -323,7 +324,7 @@ func (c *pgCat) commit() error {
 	}
 	if err != nil {
 		failed := d.p.fail(ctx, "committing", err)
-		if ambiguous(err) {
+		if ambiguous(err, atCommit) {
 			// The connection failed while the commit was on its way: PostgreSQL may have made it.
 			return &unavailableError{err: err, msg: fmt.Sprintf("%s: %s: the connection was lost while committing to database %q, so "+
 				"the commit may or may not have been made: %s (retry with the same idempotency key when the server is back; strata reconnects by itself)",
@@ -341,11 +342,14 @@ func (c *pgCat) commit() error {
 
 // ambiguous reports whether a commit that failed with err may nonetheless have been made: the connection failed
 // (or the server ended the session: it may do so after writing the commit record) before COMMIT's answer arrived.
-// An error PostgreSQL reported for a statement of the transaction, or for COMMIT itself, means it was not made.
-func ambiguous(err error) bool {
+// An error PostgreSQL reported for a statement before COMMIT means it was not made, and so does one it reported for
+// COMMIT itself (atCommit), unless the server ended the session or crashed with it (FATAL or PANIC: an fsync that
+// failed after the commit record was written is a PANIC, and recovery may replay that record; found in review).
+func ambiguous(err error, atCommit bool) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P")
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") ||
+			atCommit && (pe.Severity == "FATAL" || pe.Severity == "PANIC")
 	}
 	return true
 }
