@@ -133,7 +133,7 @@ func queryTool(ctx context.Context, c *call) (string, any, error) {
 		return "", nil, err
 	}
 	req := query.Request{Resource: c.a.str("resource"), Program: c.a.str("query"), Params: ps,
-		Limit: c.limit(100), Cursor: c.a.str("cursor")}
+		Limit: c.limit(100), Cursor: c.a.str("cursor"), Bind: c.s.argsDigest(c.t, c.a)}
 	res, err := v.Query(ctx, ref, req)
 	if err != nil {
 		return "", nil, err

@@ -63,6 +63,13 @@ func TestQueryTool(t *testing.T) {
 	h.fail("query", args+`,"cursor":"`+forged+`"}`, codeInvalidArgument)
 	h.fail("query", `{"database":"shop","resource":"catalog","query":".items[].price","limit":2,"cursor":"`+cur+`"}`, codeInvalidArgument)
 	h.fail("query", args+`,"cursor":"not a cursor"}`, codeInvalidArgument)
+	// Nor moved to another reference (found in review: a cursor of one branch, sent with a revision, read the branch
+	// on), nor to a call without the reference it was given with.
+	for _, other := range []string{`"revision":2`, `"branch":"main","revision":3`, `"snapshot":"nope"`} {
+		moved := `{"database":"shop","resource":"catalog",` + other + `,"query":".items[].id","limit":2,"cursor":"` + cur + `"}`
+		h.fail("query", moved, codeInvalidArgument)
+	}
+	h.fail("query", `{"database":"shop","resource":"catalog","query":".items[].id","limit":2,"cursor":"`+cur+`"}`, codeInvalidArgument)
 
 	// A program that does not compile says where.
 	r = h.fail("query", `{"database":"shop","resource":"catalog","query":".items[] | selct(.price)"}`, codeQueryError)

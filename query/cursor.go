@@ -14,7 +14,7 @@ import (
 //
 // where tag is HMAC-SHA256, under the engine's CursorKey, of the version, revision and offset together with
 // everything the answer depends on: the program, the parameters (as canonical JSON), the resource, the revision's
-// root hash, and the caller. Any change to one of them, or to the cursor's bytes, makes the tag wrong and the cursor
+// root hash, the caller, and what the front end binds it to (Request.Bind). Any change to one of them, or to the cursor's bytes, makes the tag wrong and the cursor
 // is refused; a cursor cannot be moved to another query, revision, database or caller. Because revisions are
 // immutable, a cursor never goes stale: the next page re-runs the program on the same revision and skips the
 // results already returned. The revision is readable without the key (CursorRevision) so a caller can resolve it.
@@ -33,6 +33,7 @@ type cursorBinding struct {
 	resource string
 	root     [32]byte
 	caller   string
+	bind     string // Request.Bind
 }
 
 func (b *cursorBinding) tag(key []byte, revision, offset uint64) []byte {
@@ -51,6 +52,7 @@ func (b *cursorBinding) tag(key []byte, revision, offset uint64) []byte {
 	field([]byte(b.resource))
 	field(b.root[:])
 	field([]byte(b.caller))
+	field([]byte(b.bind))
 	return m.Sum(nil)[:cursorTagLen]
 }
 

@@ -210,6 +210,10 @@ type Request struct {
 	Limit   int            // page size (default Options.DefaultLimit, at most Options.MaxResults)
 	Cursor  string         // from a previous Result.NextCursor, to continue
 	Caller  string         // the principal; a cursor only works for the caller it was issued to
+	// Bind is anything else a cursor is bound to: a front end names there the database and the reference its caller
+	// gave (MCP: every argument but cursor and limit), so that a cursor is refused with other ones. (Found in review:
+	// a cursor of branch b's query, sent with revision 2, read branch b on.)
+	Bind string
 }
 
 // Result is one page of a query's results.
@@ -352,7 +356,7 @@ func (e *Engine) run(ctx context.Context, req Request) (*Result, error) {
 	}
 	limit = min(limit, e.opts.MaxResults)
 
-	binding := &cursorBinding{program: req.Program, params: ps.canon, resource: req.Resource, root: req.Root.Hash(), caller: req.Caller}
+	binding := &cursorBinding{program: req.Program, params: ps.canon, resource: req.Resource, root: req.Root.Hash(), caller: req.Caller, bind: req.Bind}
 	offset := uint64(0)
 	if req.Cursor != "" {
 		var ok bool
