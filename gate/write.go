@@ -583,11 +583,16 @@ func (v *View) rebase(ctx context.Context, ch Change, ap *applying, w snapshots.
 	changed := func(why string, paths []string) error {
 		msg := fmt.Sprintf("branch %s is at revision %d now, not %d as when plan %s was made, and %s; nothing was written",
 			head.Branch, v.visibleNumber(ctx, head.Rev.Number, nil), v.visibleNumber(ctx, p.Base, nil), p.ID, why)
-		if len(paths) > 0 {
-			msg += fmt.Sprintf(" (paths that moved: %s)", strings.Join(paths, ", "))
-		}
-		return &Error{code: CodePlanChanged, Msg: msg, Err: snapshots.ErrPlanChanged,
+		e := &Error{code: CodePlanChanged, Msg: msg, Err: snapshots.ErrPlanChanged,
 			Hint: "read what changed there, and plan the change anew if it is still wanted"}
+		if len(paths) > 0 {
+			// The paths are stored data (member names anyone may have written): they go in detail, which front ends
+			// show only where untrusted text is marked as such (found in review: a name with newlines and an
+			// instruction reached the result's first line).
+			e.Msg += " (the paths that moved are in detail)"
+			e.Detail = "paths that moved: " + strings.Join(paths, ", ")
+		}
+		return e
 	}
 	if !p.PreviewComplete {
 		return nil, nil, changed("the plan is too large to check against what changed since", nil)

@@ -298,6 +298,9 @@ func (q *req) fail(err error) {
 	hint := ""
 	if errors.As(err, &ge) {
 		hint = ge.Hint
+		if ge.Detail != "" {
+			msg += ": " + ge.Detail // the template escapes it as it does every stored text
+		}
 	}
 	if gate.FileFault(err) {
 		// The library's message names the server's files: the page says only what its reader can act on, and the
