@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/query"
+	"github.com/strata-db/strata/revision"
 )
 
 // The jq tools: query and bisect (reads, docs/design.md §3.2) and transform (a write, §3.3). They run their programs in
@@ -102,6 +103,11 @@ func (c *call) queryParams() (map[string]any, error) {
 		}
 		if _, dup := ps[name]; dup {
 			return nil, bad("names %q twice", clip(name))
+		}
+		// A value holds to Strata's JSON rules as a put's does: no key twice in an object inside it, valid UTF-8,
+		// bounded depth (found in review: {"x":{"a":1,"a":2}} was taken, as gojq's last one).
+		if err := revision.CheckJSON(v); err != nil {
+			return nil, bad("member %q is not valid JSON: %v", clip(name), err)
 		}
 		ps[name] = v
 	}

@@ -85,6 +85,11 @@ func TestQueryTool(t *testing.T) {
 	h.fail("query", `{"database":"shop","query":"input"}`, codeQueryError)
 	r = h.fail("query", `{"database":"shop","query":"$x","params":[1]}`, codeInvalidArgument)
 	h.fail("query", `{"database":"shop","query":"$x","params":{"x":1,"x":2}}`, codeInvalidArgument)
+	// A key twice inside a value is refused too, as a put refuses it (found in review: the last one was taken).
+	if r := h.fail("query", `{"database":"shop","query":"$x","params":{"x":{"a":1,"a":2}}}`, codeInvalidArgument); !strings.Contains(r.str("message"), `duplicate key "a"`) {
+		t.Errorf("a duplicate key inside a parameter: %s", r.data)
+	}
+	h.fail("transform", `{"database":"shop","resource":"catalog","branch":"work","query":".x = $x","params":{"x":{"a":1,"a":2}}}`, codeInvalidArgument)
 	h.fail("query", `{"database":"shop","resource":"nope","query":"."}`, codeNotFound)
 }
 
