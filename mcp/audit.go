@@ -25,8 +25,16 @@ var audited = map[string]bool{
 	"tools/call": true, "resources/read": true, "resources/subscribe": true, "resources/unsubscribe": true, "prompts/get": true,
 }
 
+// listenKey marks the context of a subscriptions/listen request: the stream lasts as long as the client keeps it,
+// so each resource it subscribes is recorded as it is subscribed (watcher.subscribe), not when the stream ends.
+// (Found in review: these subscriptions were not recorded at all; resources/subscribe's are.)
+type listenKey struct{}
+
 func (s *server) auditMiddleware(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		if method == "subscriptions/listen" {
+			return next(context.WithValue(ctx, listenKey{}, true), method, req)
+		}
 		if !audited[method] {
 			return next(ctx, method, req)
 		}

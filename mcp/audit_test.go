@@ -137,3 +137,52 @@ func TestAuditAppendFailureStopsWrites(t *testing.T) {
 		t.Fatalf("a write ran after its audit trail broke: %s", r.text)
 	}
 }
+
+// TestSubscriptionAudited: a resource subscription leaves one audit record, whichever way the client's protocol
+// revision makes it (resources/subscribe, or a subscriptions/listen stream), failed or not (found in review: the
+// listen stream's subscriptions left none).
+func TestSubscriptionAudited(t *testing.T) {
+	path := t.TempDir()
+	log, err := audit.Open(filepath.Join(path, audit.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	h := newHarnessAt(t, path, Config{Writes: gate.WritesOn, Audit: log})
+	h.ok("create_database", `{"database":"shop"}`)
+	cs := resourceClient(t, h, Config{Audit: log}, nil)
+	ctx := t.Context()
+	if err := cs.Subscribe(ctx, &mcpsdk.SubscribeParams{URI: "strata://shop/log"}); err != nil {
+		t.Fatal(err)
+	}
+	cs.Subscribe(ctx, &mcpsdk.SubscribeParams{URI: "strata://nope/log"}) // refused (on a listen stream, later)
+	var recs []audit.Record
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		recs = recs[:0]
+		b, err := os.ReadFile(log.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		audit.Read(bytes.NewReader(b), audit.Filter{}, func(r audit.Record) error {
+			if strings.HasPrefix(r.Tool, "resources/subscribe") || r.Tool == "subscriptions/listen" {
+				recs = append(recs, r)
+			}
+			return nil
+		})
+		if len(recs) >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ok := 0
+	for _, r := range recs {
+		if r.Outcome == audit.OutcomeOK {
+			ok++
+		}
+	}
+	if len(recs) != 2 || ok != 1 { // two streams on the current revision: in either order
+		t.Fatalf("subscription records (protocol %s): %+v; want one ok, one failed", cs.InitializeResult().ProtocolVersion, recs)
+	}
+	t.Logf("protocol %s: subscriptions recorded as %s", cs.InitializeResult().ProtocolVersion, recs[0].Tool)
+}

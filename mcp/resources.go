@@ -181,8 +181,19 @@ func newWatcher(s *server) *watcher {
 	return &watcher{s: s, interval: pollInterval, subs: map[string]map[*mcpsdk.ServerSession]bool{}, last: map[string]string{}}
 }
 
-// subscribe is the go-sdk's SubscribeHandler: it checks the URI and records the subscription.
+// subscribe is the go-sdk's SubscribeHandler: it checks the URI and records the subscription. One made by a
+// subscriptions/listen stream is audited here, a record per resource (resources/subscribe is, by the middleware).
 func (w *watcher) subscribe(ctx context.Context, req *mcpsdk.SubscribeRequest) error {
+	if ctx.Value(listenKey{}) == nil {
+		return w.doSubscribe(ctx, req)
+	}
+	ctx, call := w.s.actor.Call(ctx, w.s.callInfo("subscriptions/listen", req))
+	err := w.doSubscribe(ctx, req)
+	noteRecord(ctx, call.End(outcomeOf(nil, err)))
+	return err
+}
+
+func (w *watcher) doSubscribe(ctx context.Context, req *mcpsdk.SubscribeRequest) error {
 	uri := req.Params.URI
 	ref, err := parseResourceURI(uri)
 	if err != nil {
