@@ -69,6 +69,13 @@ func (g *Auth) batch(w http.ResponseWriter, r *http.Request, principal string, b
 			}
 		}
 	}
+	if calls == 0 {
+		// Responses to the server's requests (an elicitation's answer), or nothing: no call to count, and none to
+		// refuse (found in review: such a batch got 429 however many tokens were left, and its client retried
+		// forever). The MCP handler takes or refuses it.
+		g.serve(w, r, principal, sid, next)
+		return
+	}
 	lim := g.limiter(principal)
 	now := g.now()
 	allowed := min(calls, int(math.Floor(lim.TokensAt(now))))

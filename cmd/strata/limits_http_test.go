@@ -86,6 +86,13 @@ func TestBatchCountsEveryCall(t *testing.T) {
 	if r := c.post(batch(10), nil); r.code != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
 		t.Fatalf("a batch with no tokens left: %d %s", r.code, r.body)
 	}
+	// A batch with no call in it (a response to the server, or nothing) is no call to limit: the MCP handler
+	// answers it, even with the tokens spent (found in review: 429, for ever).
+	for _, b := range []string{`[]`, `[{"jsonrpc":"2.0","id":77,"result":{}}]`} {
+		if r := c.post(b, nil); r.code == http.StatusTooManyRequests {
+			t.Fatalf("a batch of no call, %s: %d %s", b, r.code, r.body)
+		}
+	}
 }
 
 func TestSessionsCapped(t *testing.T) {
