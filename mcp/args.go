@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"regexp"
 	"slices"
 	"strconv"
@@ -135,8 +136,8 @@ func (a *args) decode(p param, raw json.RawMessage) string {
 		}
 		a.strs[p.name] = s
 	case kInteger:
-		n, err := strconv.ParseUint(string(raw), 10, 64)
-		if !plainInteger.Match(raw) || err != nil {
+		n, ok := wholeNumber(raw)
+		if !ok {
 			return fmt.Sprintf("argument %q must be a whole number, not %s", p.name, shown)
 		}
 		if n < p.min || (p.max > 0 && n > p.max) {
@@ -225,3 +226,22 @@ func (a *args) ref(prefix string) (ref snapshots.Ref, given bool, err error) {
 	}
 	return ref, len(set) > 0 || a.has(at), nil
 }
+
+// wholeNumber reads a non-negative whole number that fits 64 bits. As JSON Schema's integer does, it takes one
+// written with a fraction of zero or an exponent (2.0, 2e0: found in review, some clients write them), not 2.5.
+func wholeNumber(raw []byte) (uint64, bool) {
+	if plainInteger.Match(raw) {
+		n, err := strconv.ParseUint(string(raw), 10, 64)
+		return n, err == nil
+	}
+	if len(raw) > 64 || !jsonNumberText.Match(raw) {
+		return 0, false
+	}
+	r, ok := new(big.Rat).SetString(string(raw))
+	if !ok || !r.IsInt() || r.Sign() < 0 || !r.Num().IsUint64() {
+		return 0, false
+	}
+	return r.Num().Uint64(), true
+}
+
+var jsonNumberText = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]{1,3})?$`)

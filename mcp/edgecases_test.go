@@ -47,6 +47,25 @@ func TestTimeBeforeTheBranchIsNotFound(t *testing.T) {
 		h.fail("list_resources", `{"database":"shop","at":"`+at+`"}`, codeNotFound)
 	}
 	h.ok("read", `{"database":"shop","resource":"doc","at":"2100-01-01T00:00:00Z"}`)
+	// Far in the future too: after every revision (found in review: past 2262 it wrapped around to not found).
+	h.ok("read", `{"database":"shop","resource":"doc","at":"9999-12-31T23:59:59Z"}`)
+}
+
+// TestWholeNumberArguments: an integer argument takes a whole number however JSON writes it (2, 2.0, 2e0), as JSON
+// Schema's integer does, and refuses one that is not whole or not in range (found in review: 2.0 was refused).
+func TestWholeNumberArguments(t *testing.T) {
+	h := newHarness(t, Config{Writes: "on", Protected: []string{}})
+	h.ok("create_database", `{"database":"shop"}`)
+	h.ok("put", `{"database":"shop","resource":"doc","value":{"a":1}}`)
+	h.ok("put", `{"database":"shop","resource":"doc","value":{"a":2}}`)
+	for _, n := range []string{"2", "2.0", "2e0", "20e-1", "0.2e1"} {
+		if r := h.ok("read", `{"database":"shop","resource":"doc","revision":`+n+`}`); r.raw("value") != `{"a":1}` {
+			t.Errorf("revision %s: %s", n, r.data)
+		}
+	}
+	for _, n := range []string{"2.5", "-1", "1e30", "18446744073709551616", `"2"`, "true"} {
+		h.fail("read", `{"database":"shop","resource":"doc","revision":`+n+`}`, codeInvalidArgument)
+	}
 }
 
 func TestUnchangedWriteSaysSo(t *testing.T) {
