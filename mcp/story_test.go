@@ -223,7 +223,7 @@ func TestStory(t *testing.T) {
 	h.fail("read", `{"database":"shop"}`, codeInvalidArgument)                                                            // missing resource
 	h.fail("read", `{"database":"shop","resource":"catalog","revision":2,"snapshot":"before-sale"}`, codeInvalidArgument) // two states
 	h.fail("read", `{"database":"shop","resource":"catalog","revision":0}`, codeInvalidArgument)
-	h.fail("read", `{"database":"shop","resource":"catalog","revision":2.0}`, codeInvalidArgument)
+	h.fail("read", `{"database":"shop","resource":"catalog","revision":2.5}`, codeInvalidArgument) // 2.0 is 2 (JSON Schema's integer)
 	h.fail("read", `{"database":"shop","resource":"catalog","at":"yesterday"}`, codeInvalidArgument)
 	h.fail("read", `{"database":"shop","resource":"catalog","path":"f"}`, codeInvalidPath)
 	h.fail("read", `{"database":"shop","resource":"catalog","revision":999}`, codeNotFound)

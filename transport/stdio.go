@@ -8,20 +8,26 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // SyncWriter serialises whole writes: the framer's error answers and the server's messages share stdout.
 type SyncWriter struct {
-	mu sync.Mutex
-	W  io.Writer
+	mu      sync.Mutex
+	W       io.Writer
+	written func(p []byte) // the framer's, told of every message written (it waits for answers at the input's end)
 }
 
 func (s *SyncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.W.Write(p)
+	n, err := s.W.Write(p)
+	if s.written != nil && err == nil {
+		s.written(p)
+	}
+	return n, err
 }
 
 func (*SyncWriter) Close() error { return nil }
@@ -34,23 +40,127 @@ const MaxStdioLine = MaxBodyBytes
 // answered with a JSON-RPC error (parse error, or invalid request) and skipped, and the session goes on. Blank lines
 // are skipped. Batches are refused: MCP dropped them in 2025-06-18, and the go-sdk ends the session on one it does
 // not accept.
+//
+// At the end of the input, the framer waits, before it tells the server so, until every request it passed on has
+// been answered on out (when out is a SyncWriter, which tells it what is written): the go-sdk ends the session at
+// the input's end and drops the requests still running, so `strata mcp < requests.jsonl` answered nothing (found in
+// review). It waits at most DrainLimit, and not past Close.
 type stdioFramer struct {
 	r       *bufio.Reader
 	out     io.Writer
 	pending []byte // the rest of the line being handed over
 	err     error
+
+	mu       sync.Mutex
+	waiting  map[string]bool // ids of the requests passed on and not yet answered
+	answered chan struct{}   // signalled when a request is answered
+	closed   chan struct{}
+	once     sync.Once
 }
+
+// DrainLimit bounds how long the stdio framer waits, at the end of its input, for the answers to the requests it
+// passed on (a query's deadline is 30 s by default; a confirmation asked of a client that has gone never comes).
+var DrainLimit = 2 * time.Minute
 
 // NewStdioFramer reads JSON-RPC messages from in, one a line, answering bad lines on out (see stdioFramer).
 func NewStdioFramer(in io.Reader, out io.Writer) io.ReadCloser {
-	return &stdioFramer{r: bufio.NewReaderSize(in, 64<<10), out: out}
+	f := &stdioFramer{r: bufio.NewReaderSize(in, 64<<10), out: out, waiting: map[string]bool{},
+		answered: make(chan struct{}, 1), closed: make(chan struct{})}
+	if sw, ok := out.(*SyncWriter); ok {
+		sw.mu.Lock()
+		sw.written = f.written
+		sw.mu.Unlock()
+	}
+	return f
 }
 
-func (f *stdioFramer) Close() error { return nil }
+func (f *stdioFramer) Close() error {
+	f.once.Do(func() { close(f.closed) })
+	return nil
+}
+
+// messageID is the canonical text of a message's id, and whether it is a request (it has a method) or not.
+func messageID(line []byte) (id string, request, ok bool) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 || string(m.ID) == "null" {
+		return "", false, false
+	}
+	var v any
+	if json.Unmarshal(m.ID, &v) != nil {
+		return "", false, false
+	}
+	jid, err := jsonrpc.MakeID(v)
+	if err != nil || !jid.IsValid() {
+		return "", false, false
+	}
+	return fmt.Sprintf("%T:%v", jid.Raw(), jid.Raw()), m.Method != "", true
+}
+
+// cancelledID is the canonical id of the request a notifications/cancelled names.
+func cancelledID(line []byte) (string, bool) {
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method != "notifications/cancelled" || len(m.Params.RequestID) == 0 {
+		return "", false
+	}
+	id, _, ok := messageID([]byte(`{"id":` + string(m.Params.RequestID) + `}`))
+	return id, ok
+}
+
+// written notes the answers among the messages written out.
+func (f *stdioFramer) written(p []byte) {
+	id, request, ok := messageID(bytes.TrimSpace(p))
+	if !ok || request {
+		return
+	}
+	f.mu.Lock()
+	if f.waiting[id] {
+		delete(f.waiting, id)
+		select {
+		case f.answered <- struct{}{}:
+		default:
+		}
+	}
+	f.mu.Unlock()
+}
+
+// drain waits until every request passed on has been answered, DrainLimit has passed, or the framer is closed.
+func (f *stdioFramer) drain() {
+	if _, ok := f.out.(*SyncWriter); !ok {
+		return
+	}
+	limit := time.NewTimer(DrainLimit)
+	defer limit.Stop()
+	for {
+		f.mu.Lock()
+		n := len(f.waiting)
+		f.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-f.answered:
+		case <-limit.C:
+			return
+		case <-f.closed:
+			return
+		}
+	}
+}
 
 func (f *stdioFramer) Read(p []byte) (int, error) {
 	for len(f.pending) == 0 {
 		if f.err != nil {
+			if errors.Is(f.err, io.EOF) {
+				f.drain()
+			}
 			return 0, f.err
 		}
 		line, err := f.readLine()
@@ -93,7 +203,17 @@ func (f *stdioFramer) readLine() ([]byte, error) {
 			return nil, err
 		}
 		// Only the message and its newline: the go-sdk ends the session on anything after a value but a newline.
-		return append(bytes.TrimSpace(line), '\n'), err
+		msg := bytes.TrimSpace(line)
+		if id, request, ok := messageID(msg); ok && request {
+			f.mu.Lock()
+			f.waiting[id] = true
+			f.mu.Unlock()
+		} else if id, ok := cancelledID(msg); ok {
+			f.mu.Lock()
+			delete(f.waiting, id) // a cancelled request may get no answer
+			f.mu.Unlock()
+		}
+		return append(msg, '\n'), err
 	}
 }
 

@@ -288,3 +288,30 @@ func FuzzStdioFramer(f *testing.F) {
 		}
 	})
 }
+
+// TestMCPStdioAnswersBeforeEOF: requests piped in and stdin closed at once (strata mcp < requests.jsonl) are all
+// answered, and the write among them is made, before the server ends (found in review: the session ended at the
+// input's end and dropped the requests still running, answering nothing).
+func TestMCPStdioAnswersBeforeEOF(t *testing.T) {
+	s := newSession(t, false, nil)
+	s.setup()
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"put","arguments":{"database":"shop","resource":"piped","value":{"n":1},"branch":"work-piped"}}}`,
+		`{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"query","arguments":{"database":"shop","resource":"doc","query":"[range(300000)] | length"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"create_branch","arguments":{"database":"shop","name":"work-piped"}}}`,
+	}, "\n") + "\n"
+	out, errOut, code := s.run(in, "mcp", "--writes", "on")
+	if code != 0 {
+		t.Fatalf("strata mcp exited %d: %s", code, errOut)
+	}
+	for _, id := range []string{`"id":1,`, `"id":2,`, `"id":"q",`, `"id":4,`} {
+		if !strings.Contains(out, id) {
+			t.Errorf("no answer to %s in:\n%s", id, out)
+		}
+	}
+	if !strings.Contains(out, "300000") {
+		t.Errorf("the query's answer is missing:\n%s", out)
+	}
+}
