@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 )
 
@@ -112,8 +111,6 @@ func (g *Auth) batch(w http.ResponseWriter, r *http.Request, principal string, b
 	reduced, _ := json.Marshal(kept)
 	r.Body = io.NopCloser(bytes.NewReader(reduced))
 	r.ContentLength = int64(len(reduced))
-	rec := httptest.NewRecorder()
-	g.serve(rec, r, principal, sid, next)
 	retry := int64(math.Ceil(float64(calls-allowed) / max(float64(lim.Limit()), 1e-9)))
 	errs := make([][]byte, len(refusedIDs))
 	for i, id := range refusedIDs {
@@ -125,8 +122,22 @@ func (g *Auth) batch(w http.ResponseWriter, r *http.Request, principal string, b
 			"message": fmt.Sprintf("Too Many Requests: rate limit of principal %s exceeded; this call did not run; retry after %d s", principal, max(retry, 1)),
 			"data":    map[string]any{"retry_after": max(retry, 1)}}})
 	}
-	out := rec.Body.Bytes()
-	if strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+	bw := &batchWriter{w: w}
+	g.serve(bw, r, principal, sid, next)
+	if bw.stream {
+		// The calls' answers went out as they came (a call may ask the client something midway, and wait for the
+		// answer: found in review, a buffered stream held that question back until the client gave up); the
+		// refusals follow as events of their own.
+		for _, e := range errs {
+			fmt.Fprintf(w, "event: message\ndata: %s\n\n", e)
+		}
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		return
+	}
+	out := bw.body.Bytes()
+	if strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
 		var arr []json.RawMessage
 		if json.Unmarshal(out, &arr) == nil {
 			for _, e := range errs {
@@ -134,20 +145,56 @@ func (g *Auth) batch(w http.ResponseWriter, r *http.Request, principal string, b
 			}
 			out, _ = json.Marshal(arr)
 		}
-	} else {
-		var b bytes.Buffer
-		b.Write(out)
-		for _, e := range errs {
-			fmt.Fprintf(&b, "event: message\ndata: %s\n\n", e)
-		}
-		out = b.Bytes()
-	}
-	for k, v := range rec.Header() {
-		w.Header()[k] = v
 	}
 	w.Header().Del("Content-Length")
-	w.WriteHeader(rec.Code)
+	w.WriteHeader(bw.code())
 	w.Write(out)
+}
+
+// batchWriter is the answer to the calls of a batch the rate limit cut short: an event stream passes straight
+// through (with the refusals to follow), any other answer is kept to have the refusals joined to it.
+type batchWriter struct {
+	w      http.ResponseWriter
+	status int
+	stream bool
+	body   bytes.Buffer
+}
+
+func (b *batchWriter) Header() http.Header { return b.w.Header() }
+
+func (b *batchWriter) WriteHeader(code int) {
+	if b.status != 0 {
+		return
+	}
+	b.status = code
+	if strings.HasPrefix(b.w.Header().Get("Content-Type"), "text/event-stream") {
+		b.stream = true
+		b.w.Header().Del("Content-Length")
+		b.w.WriteHeader(code)
+	}
+}
+
+func (b *batchWriter) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.WriteHeader(http.StatusOK)
+	}
+	if b.stream {
+		return b.w.Write(p)
+	}
+	return b.body.Write(p)
+}
+
+func (b *batchWriter) Flush() {
+	if f, ok := b.w.(http.Flusher); ok && b.stream {
+		f.Flush()
+	}
+}
+
+func (b *batchWriter) code() int {
+	if b.status == 0 {
+		return http.StatusOK
+	}
+	return b.status
 }
 
 // serve passes a request on to next, recording the session it opens or ends.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -159,4 +160,59 @@ func TestEnvelopeDuplicateMembers(t *testing.T) {
 		t.Errorf("stdio: %s", line)
 	}
 	ss.in.Close()
+}
+
+// TestCutBatchStreamsItsCalls: when the rate limit cuts a batch short, the calls that run still stream their
+// answer, so one that asks the client something midway (apply_plan's confirmation) is heard while it waits; the
+// refused calls' answers follow (found in review: the answer was buffered whole, and the question never reached
+// the client).
+func TestCutBatchStreamsItsCalls(t *testing.T) {
+	s := newSession(t, false, nil)
+	s.setup()
+	cfg := writeFile(t, "strata.json", `{"writes":"on","principals":{"alice":{"rate_limit":{"calls_per_second":0.01,"burst":4}}}}`, 0o600)
+	sv := startServe(t, s, "--config", cfg, "--token-file", tokenFile(t, "alice "+aliceToken))
+	c := newRawClient(t, sv.url, aliceToken)
+	r := c.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	if r.code != http.StatusOK {
+		t.Fatalf("initialize: %d %s", r.code, r.body)
+	}
+	c.sid = r.header.Get("Mcp-Session-Id")
+	c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	r = c.post(toolCall(2, "delete", `{"database":"shop","resource":"doc"}`), nil)
+	m := regexp.MustCompile(`plan-[a-z0-9]+`).FindString(r.body)
+	if m == "" {
+		t.Fatalf("a delete on main made no plan: %s", r.body)
+	}
+	// One token is left: the batch's first call runs, its second is refused.
+	body := "[" + toolCall(3, "apply_plan", `{"plan_id":"`+m+`"}`) + `,{"jsonrpc":"2.0","id":4,"method":"ping"}]`
+	req, _ := http.NewRequest(http.MethodPost, sv.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	req.Header.Set("Mcp-Session-Id", c.sid)
+	res, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	heard := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "elicitation/create") {
+				heard <- sc.Text()
+				return
+			}
+		}
+		close(heard)
+	}()
+	select {
+	case _, ok := <-heard:
+		if !ok {
+			t.Fatal("the stream ended without the confirmation's question")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the confirmation's question did not reach the client within 10 s: the cut batch's answer is held back")
+	}
 }
