@@ -499,7 +499,7 @@ func (b *Bolt) update(ctx context.Context, fn func(*bolt.Tx, *nodeTx) error) (er
 	err = tx.Commit()
 	if b.onCommit != nil {
 		st := tx.Stats()
-		b.onCommit(CommitStats{Duration: time.Since(t0), Rebalance: st.GetRebalanceTime(), Spill: st.GetSpillTime(),
+		b.tellCommit(CommitStats{Duration: time.Since(t0), Rebalance: st.GetRebalanceTime(), Spill: st.GetSpillTime(),
 			Write: st.GetWriteTime(), PageBytes: st.GetPageAlloc(), Failed: err != nil})
 	}
 	if err != nil {
@@ -643,6 +643,14 @@ func (b *Bolt) PutNodes(ctx context.Context, nodes []Node) (PutStats, error) {
 		return PutStats{}, err
 	}
 	return st, nil
+}
+
+// tellCommit hands a commit's figures to the OnCommit observer. A panic there is the observer's, not the commit's:
+// it is recovered here, so that a commit already durable is not reported failed, nor the store wedged, by the
+// recover of update (found in review: a caller would then retry a write that was made).
+func (b *Bolt) tellCommit(c CommitStats) {
+	defer func() { _ = recover() }()
+	b.onCommit(c)
 }
 
 // encodeNodes checks that each node's data hashes to its address and returns its stored form. A node that does not

@@ -115,3 +115,24 @@ func TestCommittedNodeReadableUnderReaders(t *testing.T) {
 		t.Fatalf("%d reads of a committed head found its node missing", m)
 	}
 }
+
+// An OnCommit observer that panics does not make a durable commit fail, nor stop the store (found in review: the
+// update's recover reported the commit failed and wedged the store, and a caller would retry a write made).
+func TestPanickingCommitObserver(t *testing.T) {
+	ctx := context.Background()
+	b, err := OpenBolt(filepath.Join(t.TempDir(), "p.strata"), &BoltOptions{OnCommit: func(CommitStats) { panic("observer") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	nodes := indexTestNodes(50, 3)
+	if err := putIn(b, nodes); err != nil {
+		t.Fatalf("a commit whose observer panicked: %v", err)
+	}
+	if _, err := b.GetNodes(ctx, []Hash{nodes[0].Hash}); err != nil {
+		t.Fatalf("after the observer panicked: %v", err)
+	}
+	if err := putIn(b, indexTestNodes(51, 3)); err != nil {
+		t.Fatalf("the next commit: %v", err)
+	}
+}
