@@ -26,6 +26,10 @@ var (
 	ReadHeaderTimeout = 10 * time.Second
 	// BodyReadTimeout bounds the time a client may take to send one request body.
 	BodyReadTimeout = 30 * time.Second
+	// WriteStallTimeout bounds the time one write of an answer may wait for a client that stopped reading: its
+	// connection is then closed, so that it cannot hold a handler (and what the handler holds) for ever. It bounds
+	// each write, not a whole answer, so an event stream may stay open and quiet for as long as it likes.
+	WriteStallTimeout = 30 * time.Second
 )
 
 // DefaultListen is where a server listens unless told otherwise: loopback.
@@ -125,11 +129,11 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 }
 
 // NewHTTPServer is an http.Server with the transport's limits: a bound on the time to send headers (bodies are
-// bounded by Guard), on header bytes, on idle connections. There is no ReadTimeout or WriteTimeout: they would cut
-// the long-lived event streams.
+// bounded by Guard), on header bytes, on idle connections, and on each write of an answer (WriteStallTimeout).
+// There is no ReadTimeout or WriteTimeout: they would cut the long-lived event streams.
 func NewHTTPServer(h http.Handler, tlsConfig *tls.Config, logger *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           stallGuard(h),
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -137,6 +141,46 @@ func NewHTTPServer(h http.Handler, tlsConfig *tls.Config, logger *slog.Logger) *
 		TLSConfig:         tlsConfig,
 	}
 }
+
+// stallGuard gives each write of next's answer WriteStallTimeout to complete. The deadline is set before a write
+// and lifted after it, not left running: over HTTP/2 a write deadline that passes resets the stream even when
+// nothing is being written, which would cut a quiet event stream. What the server writes after the handler has
+// returned (the rest of its buffer, the last chunk) gets the same bound.
+func stallGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if rc.SetWriteDeadline(time.Time{}) != nil {
+			next.ServeHTTP(w, r) // a writer without deadlines: nothing to bound
+			return
+		}
+		defer func() { rc.SetWriteDeadline(time.Now().Add(WriteStallTimeout)) }()
+		next.ServeHTTP(&stallWriter{ResponseWriter: w, rc: rc}, r)
+	})
+}
+
+// stallWriter bounds each Write and Flush with WriteStallTimeout.
+type stallWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	s.rc.SetWriteDeadline(time.Now().Add(WriteStallTimeout))
+	defer s.rc.SetWriteDeadline(time.Time{})
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *stallWriter) Flush() { s.FlushError() }
+
+// FlushError is what http.ResponseController.Flush calls.
+func (s *stallWriter) FlushError() error {
+	s.rc.SetWriteDeadline(time.Now().Add(WriteStallTimeout))
+	defer s.rc.SetWriteDeadline(time.Time{})
+	return s.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (s *stallWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // limitBody refuses a request whose declared body is longer than max (413), and bounds the body it reads to max
 // bytes and BodyReadTimeout. It reports whether the request may go on.
