@@ -207,13 +207,15 @@ type req struct {
 	a    *gate.Actor
 }
 
-// page wraps a page: it finds the session (or sends the browser to sign in), takes one call from the principal's
+// page wraps a page: it finds the session (or sends the browser to sign in, and reports the refusal to the audit
+// hook, which aggregates them as it does MCP's), takes one call from the principal's
 // rate limit, checks the CSRF token and Origin of a POST, and makes the request one gate call, audited as
 // "ui NAME". A page that returns an error gets an error page with the status of its code.
 func (h *Handler) page(name string, fn func(q *req) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := h.session(r)
 		if s == nil {
+			h.o.Auth.SignedOut(r)
 			if r.Method == http.MethodGet && name != "events" {
 				http.Redirect(w, r, "/ui/login?"+url.Values{"next": {r.URL.RequestURI()}}.Encode(), http.StatusSeeOther)
 			} else {

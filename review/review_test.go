@@ -57,6 +57,7 @@ type env struct {
 
 	mu        sync.Mutex
 	announced []string
+	refused   []string // what the authenticator reported to OnRefused: "principal decision"
 }
 
 type clock struct {
@@ -123,7 +124,12 @@ func newEnv(t *testing.T, tokens bool, tls bool) *env {
 		toks = []transport.Token{transport.NewToken("rita", ritaToken), transport.NewToken("bob", bobToken), transport.NewToken("sam", samToken)}
 	}
 	e := &env{t: t, dir: dir, gate: g, log: log, settings: settings, clock: &clock{t: time.Now()}}
-	auth := transport.NewAuth(transport.AuthOptions{Tokens: toks, LocalUser: "ada"})
+	auth := transport.NewAuth(transport.AuthOptions{Tokens: toks, LocalUser: "ada",
+		OnRefused: func(principal, remote, decision string) {
+			e.mu.Lock()
+			e.refused = append(e.refused, principal+" "+decision)
+			e.mu.Unlock()
+		}})
 	var handler http.Handler
 	var h *Handler
 	mk := func(base string) {
@@ -721,6 +727,35 @@ func TestEveryPageAudited(t *testing.T) {
 	}
 	if recs[7].PlanID != id || recs[7].Database != "shop" {
 		t.Errorf("the plan page's record: %+v", recs[7])
+	}
+}
+
+// TestSignedOutAudited: a page request without a live session (none, an unknown or an expired one) is refused, and
+// the refusal reaches the audit hook as an MCP request without a valid token does (the hook aggregates them).
+func TestSignedOutAudited(t *testing.T) {
+	e := newEnv(t, true, false)
+	id := e.plan("bob", "orders", "/0/price", "11")
+	count := func() int { e.mu.Lock(); defer e.mu.Unlock(); return len(e.refused) }
+	b := e.browser()
+	if p := b.get("/ui/plans"); p.status != http.StatusSeeOther {
+		t.Fatalf("signed out: %d", p.status)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("a page without a session: %d refusals reported, want 1", n)
+	}
+	u, _ := url.Parse(e.srv.URL)
+	b.c.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName, Value: "forged-session-value", Path: "/"}})
+	if p := b.postWith("/ui/plans/shop/"+id+"/approve", url.Values{"csrf": {"x"}}, map[string]string{"Origin": e.srv.URL}); p.status != http.StatusUnauthorized {
+		t.Fatalf("an approval with a forged session: %d", p.status)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("an approval with a forged session: %d refusals reported, want 2", n)
+	}
+	e.mu.Lock()
+	got := strings.Join(e.refused, "; ")
+	e.mu.Unlock()
+	if got != " unauthenticated;  unauthenticated" {
+		t.Fatalf("refusals = %q", got)
 	}
 }
 

@@ -47,6 +47,10 @@ func (g *Auth) SignIn(r *http.Request, token string) (principal string, wait tim
 	return g.tokens[match].Principal, 0, true
 }
 
+// SignedOut reports to OnRefused a page request refused because it carried no live session (none, an unknown one or
+// an expired one), as a bearer request without a valid token is reported.
+func (g *Auth) SignedOut(r *http.Request) { g.refused("", r, RefusedUnauthenticated) }
+
 // Limit takes one call of a principal from its rate limit (the one its MCP calls share): 0 when the call may go on,
 // else how long to wait (the refusal is reported to OnRefused).
 func (g *Auth) Limit(r *http.Request, principal string) time.Duration {
