@@ -260,7 +260,7 @@ func prepare(r Record, now time.Time) (Record, error) {
 	r.Time = r.Time.UTC().Round(0) // drop the monotonic reading
 	r.DurationMS = math.Round(r.DurationMS*1000) / 1000
 	for _, s := range []*string{&r.Principal, &r.Client, &r.Tool, &r.Database, &r.Outcome, &r.PlanID} {
-		*s = capField(*s)
+		*s = capField(strings.ToValidUTF8(*s, "\uFFFD")) // as the JSON encoder would write it: Verify reads it back the same
 	}
 	return r, nil
 }

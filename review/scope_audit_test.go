@@ -1,0 +1,81 @@
+package review
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/strata-db/strata/audit"
+	"github.com/strata-db/strata/gate"
+	"github.com/strata-db/strata/snapshots"
+)
+
+// A scoped reviewer (sam: resource secrets hidden) must not see or decide a plan that reaches secrets. planVisible
+// checks only the plan's kept preview and its first 100 removes/overwrites: a revert whose diff first fills the
+// preview with changes to orders and then changes secrets passes the check, and sam approves it.
+func TestScopedReviewerPlanBeyondPreview(t *testing.T) {
+	e := newEnv(t, true, false)
+	ctx := context.Background()
+	shop, err := e.dir.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := func(c string) []byte {
+		m := map[string]string{}
+		for i := range 1000 {
+			m[fmt.Sprintf("k%04d", i)] = strings.Repeat(c, 200)
+		}
+		b, _ := json.Marshal(m)
+		return b
+	}
+	w := snapshots.WriteOptions{Author: "admin", Message: "m"}
+	r3, err := shop.Put(ctx, "orders", big("a"), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shop.Put(ctx, "orders", big("b"), w); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shop.Put(ctx, "secrets", []byte(`{"key":"ROTATED"}`), w); err != nil {
+		t.Fatal(err)
+	}
+	// bob (an agent, unscoped) plans a revert to r3: it changes every order, and secrets/key back to TOPSECRET.
+	bob, _ := e.gate.As(e.settings.For("bob"))
+	bctx, call := bob.Call(ctx, gate.CallInfo{Transport: audit.TransportHTTP, Tool: "revert", Database: "shop"})
+	v, _ := bob.Open(bctx, "shop")
+	out, err := v.Write(bctx, gate.Change{Op: gate.OpRevert, Target: &snapshots.Ref{Revision: r3.Revision}, Tool: "revert"})
+	call.End(audit.OutcomeOK)
+	if err != nil || out.Plan == nil {
+		t.Fatalf("revert by bob: %+v %v, want a plan", out, err)
+	}
+	id := out.Plan.Plan.ID
+	if p := e.planState(id); p.PreviewComplete {
+		t.Fatalf("setup: the plan's preview is complete (%d ops)", len(p.Preview))
+	}
+	sam := e.browser()
+	sam.signIn(samToken)
+	if p := sam.get("/ui/plans/shop/" + id); p.status != http.StatusNotFound {
+		t.Errorf("sam sees a plan that changes the hidden resource secrets: %d", p.status)
+	}
+	p := sam.post("/ui/plans/shop/"+id+"/approve", url.Values{"csrf": {sam.csrf()}})
+	if st := e.planState(id); st.State != snapshots.PlanPending {
+		t.Fatalf("sam (secrets hidden) decided a plan that writes secrets: status %d, plan %s by %s", p.status, st.State, st.DecidedBy)
+	}
+}
+
+// A signed-in principal opening /ui/db/%FF gets an audit record with invalid UTF-8 in its database, after which
+// the (untampered) log no longer verifies.
+func TestInvalidUTF8PathKeepsAuditLogValid(t *testing.T) {
+	e := newEnv(t, true, false)
+	b := e.browser()
+	b.signIn(bobToken)
+	b.get("/ui/db/%FF")
+	b.get("/ui/")
+	if sum, err := audit.VerifyLog(e.log.Path(), nil); err != nil {
+		t.Fatalf("VerifyLog after an agent opened /ui/db/%%FF: %+v, %v", sum, err)
+	}
+}
