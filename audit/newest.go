@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -98,7 +99,20 @@ func (l *Log) ReadNewest(ctx context.Context, f Filter, before uint64, maxScan i
 		return 0, err
 	}
 	paths := []string{l.path}
+	var seen []os.FileInfo // the files already listed, newest first
+	if fi, err := os.Stat(l.path); err == nil {
+		seen = append(seen, fi)
+	}
 	for i := len(rotated) - 1; i >= 0; i-- {
+		fi, err := os.Stat(rotated[i].path)
+		if err == nil && slices.ContainsFunc(seen, func(s os.FileInfo) bool { return os.SameFile(fi, s) }) {
+			// A newer name of the same file (the current file, or a later rotated name: a rotation cut short left
+			// this one behind): read it once.
+			continue
+		}
+		if err == nil {
+			seen = append(seen, fi)
+		}
 		if before == 0 || rotated[i].first < before { // a file whose records are all at or past before is skipped
 			paths = append(paths, rotated[i].path)
 		}

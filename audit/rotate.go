@@ -150,6 +150,16 @@ func (l *Log) rotate(line []byte, lastSeq uint64) (written bool, err error) {
 		os.Remove(dst) // the current file keeps its own name: nothing is lost
 		return fail(err)
 	}
+	// A rotation cut short by a crash may have left this file under an older, shorter name too: only dst stays.
+	if held, err := l.f.Stat(); err == nil {
+		if rs, err := rotatedFiles(l.path); err == nil {
+			for _, r := range rs {
+				if fi, err := os.Lstat(r.path); err == nil && r.path != dst && os.SameFile(fi, held) {
+					os.Remove(r.path)
+				}
+			}
+		}
+	}
 	l.f = nf
 	if err := syncDir(filepath.Dir(l.path)); err != nil {
 		return true, fmt.Errorf("audit: rotating %s: syncing its directory: %w", l.path, err)

@@ -180,6 +180,7 @@ func openLog(path string) ([]logFile, error) {
 		closeAll()
 		return nil, err
 	}
+	var prevInfo os.FileInfo
 	for _, r := range rs {
 		f, err := nofollow.Open(r.path)
 		if errors.Is(err, os.ErrNotExist) {
@@ -189,10 +190,18 @@ func openLog(path string) ([]logFile, error) {
 			closeAll()
 			return nil, err
 		}
-		if fi, err := f.Stat(); err == nil && curInfo != nil && os.SameFile(fi, curInfo) {
+		fi, err := f.Stat()
+		if err == nil && curInfo != nil && os.SameFile(fi, curInfo) {
 			f.Close()
 			continue
 		}
+		if n := len(out); err == nil && n > 0 && prevInfo != nil && os.SameFile(fi, prevInfo) {
+			// One file under two rotated names: a rotation cut short left the shorter one, and a later rotation
+			// gave it the longer (its records went on meanwhile). Read it once, under the later name.
+			out[n-1].f.Close()
+			out = out[:n-1]
+		}
+		prevInfo = fi
 		out = append(out, logFile{f: f, path: r.path, rotated: true, first: r.first, last: r.last})
 	}
 	if cur != nil {
