@@ -27,14 +27,25 @@ func newPlanID() string {
 	return "plan-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
-// planVisible reports whether the principal's scope shows everything a plan touches: its resource and every path
-// of its preview. A plan that reaches a hidden resource is not listed, and cannot be found or decided.
+// planVisible reports whether the principal's scope shows everything a plan touches: its resource, every resource
+// it writes, and every path of its preview. A plan that reaches a hidden resource is not listed, and cannot be found
+// or decided.
 func (v *View) planVisible(p snapshots.Plan) bool {
 	if !v.a.limited() {
 		return true
 	}
 	var ch Change
 	if len(p.Change) > 0 && json.Unmarshal(p.Change, &ch) == nil && ch.Resource != "" && !v.a.resPermitted(ch.Resource) {
+		return false
+	}
+	for _, r := range p.Resources {
+		if !v.a.resPermitted(r) {
+			return false
+		}
+	}
+	if p.Resources == nil && len(p.Root) > 0 && ch.Resource == "" && !p.PreviewComplete {
+		// A plan made before plans named their resources, writing any resource (a revert, a promote), whose
+		// preview was cut: what it writes past the preview cannot be checked against the scope.
 		return false
 	}
 	for _, o := range p.Preview {

@@ -565,8 +565,12 @@ func (v *View) commitUnderPolicy(ctx context.Context, ch Change, ap *applying, d
 			recordDecision(ctx, Allow)
 			return res, nil, err
 		}
+		resources, err := r.Preview.Resources(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
 		p, err := v.savePlan(ctx, ch, snapshots.Plan{Branch: branch, Base: r.Preview.Base.Rev.Number,
-			Root: []byte(r.Preview.RootEncoding()), OutOfBand: d == Approve}, diff)
+			Root: []byte(r.Preview.RootEncoding()), OutOfBand: d == Approve, Resources: resources}, diff)
 		return nil, p, err
 	}
 	return nil, nil, Errorf(CodeConflict, "branch %s kept moving while this write was being checked; nothing was written", branch).

@@ -79,3 +79,47 @@ func TestInvalidUTF8PathKeepsAuditLogValid(t *testing.T) {
 		t.Fatalf("VerifyLog after an agent opened /ui/db/%%FF: %+v, %v", sum, err)
 	}
 }
+
+// The same kind of plan, cut preview and all, that writes only what sam may see is shown to him: the plan names
+// every resource it writes.
+func TestScopedReviewerSeesLargePlanInScope(t *testing.T) {
+	e := newEnv(t, true, false)
+	ctx := context.Background()
+	shop, err := e.dir.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := func(c string) []byte {
+		m := map[string]string{}
+		for i := range 1000 {
+			m[fmt.Sprintf("k%04d", i)] = strings.Repeat(c, 200)
+		}
+		b, _ := json.Marshal(m)
+		return b
+	}
+	w := snapshots.WriteOptions{Author: "admin", Message: "m"}
+	r3, err := shop.Put(ctx, "orders", big("a"), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shop.Put(ctx, "orders", big("b"), w); err != nil {
+		t.Fatal(err)
+	}
+	bob, _ := e.gate.As(e.settings.For("bob"))
+	bctx, call := bob.Call(ctx, gate.CallInfo{Transport: audit.TransportHTTP, Tool: "revert", Database: "shop"})
+	v, _ := bob.Open(bctx, "shop")
+	out, err := v.Write(bctx, gate.Change{Op: gate.OpRevert, Target: &snapshots.Ref{Revision: r3.Revision}, Tool: "revert"})
+	call.End(audit.OutcomeOK)
+	if err != nil || out.Plan == nil {
+		t.Fatalf("revert by bob: %+v %v, want a plan", out, err)
+	}
+	id := out.Plan.Plan.ID
+	if p := e.planState(id); p.PreviewComplete || strings.Join(p.Resources, ",") != "orders" {
+		t.Fatalf("setup: preview complete %v, resources %v", p.PreviewComplete, p.Resources)
+	}
+	sam := e.browser()
+	sam.signIn(samToken)
+	if p := sam.get("/ui/plans/shop/" + id); p.status != http.StatusOK {
+		t.Errorf("sam cannot see a plan that writes only orders: %d", p.status)
+	}
+}

@@ -50,6 +50,7 @@ type Plan struct {
 	Counts          revision.Counts   `json:"counts"`
 	Preview         []revision.DiffOp `json:"preview,omitempty"`          // the first operations of its diff, for a person to review
 	PreviewComplete bool              `json:"preview_complete,omitempty"` // Preview holds every operation
+	Resources       []string          `json:"resources,omitempty"`        // every resource it writes (a plan older than this field has none)
 	Removes         []string          `json:"removes"`                    // paths whose values it removes
 	Overwrites      []string          `json:"overwrites"`                 // paths whose values it replaces
 	Created         time.Time         `json:"created"`

@@ -22,6 +22,11 @@ func (p *Preview) Diff(ctx context.Context, opts *revision.DiffOptions) (*revisi
 	return p.forest.Diff(ctx, p.Base.Root, p.Root, opts)
 }
 
+// Resources lists every resource the write changes, in name order (however many operations its diff would have).
+func (p *Preview) Resources(ctx context.Context) ([]string, error) {
+	return p.forest.ChangedMembers(ctx, p.Base.Root, p.Root)
+}
+
 // RootEncoding is the previewed root as stored in a revision record: a plan compares it with what its apply commits.
 func (p *Preview) RootEncoding() string { return p.Root.Encoding() }
 
