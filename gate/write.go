@@ -484,6 +484,19 @@ func (v *View) commitUnderPolicy(ctx context.Context, ch Change, ap *applying, d
 	if v.a.p.Protects(branch) {
 		class = ClassProtected
 	}
+	if v.a.limited() && (ch.Op == OpRevert || ch.Op == OpPromote) {
+		// A whole-state change that would break the schema of a resource the scope hides is refused as any change
+		// outside the scope is: the schema's answer names the resource and quotes its values.
+		inner := do
+		do = func(w snapshots.WriteOptions) (*snapshots.Result, error) {
+			r, err := inner(w)
+			var se *snapshots.SchemaError
+			if errors.As(err, &se) && slices.ContainsFunc(append([]string{se.Resource}, se.Touched...), func(n string) bool { return !v.a.resPermitted(n) }) {
+				return nil, denied(ch.Op + " of a state that differs outside your scope")
+			}
+			return r, err
+		}
+	}
 	d := v.a.decide(class)
 	if d == Deny { // also for a plan made before the operator's policy changed
 		recordDecision(ctx, Deny)

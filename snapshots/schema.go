@@ -75,6 +75,9 @@ type SchemaError struct {
 	Count      int
 	// Branches, for a schema being set, are the branches whose heads do not satisfy it.
 	Branches []string
+	// Touched, for a write, are all the resources it changes (not only Resource): a front end that must not
+	// show a hidden resource's name checks them all.
+	Touched []string
 }
 
 func (e *SchemaError) Error() string {
@@ -690,6 +693,9 @@ func (db *DB) checkWrite(ctx context.Context, f *revision.Forest, set *schemaSet
 			return nil, err
 		}
 		if err := db.checkValue(ctx, f, cs, branch, oldRoot, b); err != nil {
+			if se, ok := err.(*SchemaError); ok {
+				se.Touched = slices.Clone(touched)
+			}
 			return nil, err
 		}
 		marks = append(marks, schemaMark{validKey(name, branch), string(validMark(cs.rec.Digest, b))})

@@ -1,0 +1,72 @@
+package gate
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/strata-db/strata/snapshots"
+)
+
+// TestScopedRevertHidesSchemaViolation: a scoped principal's revert whose result would break the schema of a
+// hidden resource must answer as any revert that differs outside the scope (denied), not with a SchemaError that
+// names the hidden resource and quotes its value.
+func TestScopedRevertHidesSchemaViolation(t *testing.T) {
+	ctx := context.Background()
+	g := fixture(t, "")
+	db, err := g.dir.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SetSchema(ctx, hiddenRes, []byte(`{"properties":{"token":{"pattern":"-43$"}}}`), "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateBranch(ctx, "work", snapshots.Ref{}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	a := actor(t, g, Principal{Name: "scoped", Mode: WritesOn, Scope: scope})
+	v, err := a.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = v.Write(ctx, Change{Op: OpRevert, Target: &snapshots.Ref{Snapshot: "snap4"}, Branch: "work"})
+	if err == nil {
+		t.Fatal("the revert committed")
+	}
+	t.Logf("answer: %s: %v", Code(err), err)
+	for _, leak := range []string{hiddenRes, "TOPSECRET"} {
+		if strings.Contains(err.Error(), leak) {
+			t.Errorf("the answer to a scoped principal reveals %q: %v", leak, err)
+		}
+	}
+	if Code(err) != "DENIED" {
+		t.Errorf("code %s, want DENIED (as without a schema)", Code(err))
+	}
+}
+
+// When the schema a revert breaks is a visible resource's, but the revert also changes a hidden one, the answer is
+// still DENIED: a SCHEMA_VIOLATION would tell the principal that nothing hidden differs.
+func TestScopedRevertVisibleSchemaHiddenChange(t *testing.T) {
+	ctx := context.Background()
+	g := fixture(t, "")
+	db, err := g.dir.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SetSchema(ctx, "orders", []byte(`{"minItems":2}`), "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateBranch(ctx, "work", snapshots.Ref{}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	a := actor(t, g, Principal{Name: "scoped", Mode: WritesOn, Scope: scope})
+	v, err := a.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Revision 2: one order (the schema wants two), and no secrets yet.
+	_, err = v.Write(ctx, Change{Op: OpRevert, Target: &snapshots.Ref{Revision: 2}, Branch: "work"})
+	if Code(err) != "DENIED" {
+		t.Errorf("code %s (%v), want DENIED", Code(err), err)
+	}
+}
