@@ -220,6 +220,20 @@ func compileSchema(resource string, raw []byte) (*compiledSchema, error) {
 	return cs, nil
 }
 
+// compileNewSchema is compileSchema for a schema being set: it also refuses one whose check could cost more than
+// MaxSchemaWork evaluations on one value. (A stored schema is not refused when it is loaded: it was accepted
+// when it was set, and the resource must stay writable after an upgrade.)
+func compileNewSchema(resource string, raw []byte) (*compiledSchema, error) {
+	cs, err := compileSchema(resource, raw)
+	if err != nil {
+		return nil, err
+	}
+	if w := schemaWork(cs.root, MaxSchemaWork); w > MaxSchemaWork {
+		return nil, invalid("the schema could cost more than %d subschema evaluations on one value of the document: it applies subschemas to the same value in ways that multiply (such as an allOf of two $refs to a schema that does the same, or items whose schema does it again one level down); simplify it, for example by merging the subschemas it repeats", MaxSchemaWork)
+	}
+	return cs, nil
+}
+
 func jsonKind(v any) string {
 	switch v.(type) {
 	case nil:
@@ -443,7 +457,7 @@ func (db *DB) SetSchema(ctx context.Context, resource string, raw []byte, by str
 	if err := ValidResourceName(resource); err != nil {
 		return SchemaRecord{}, err
 	}
-	cs, err := compileSchema(resource, raw)
+	cs, err := compileNewSchema(resource, raw)
 	if err != nil {
 		return SchemaRecord{}, err
 	}
