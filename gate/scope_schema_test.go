@@ -2,9 +2,11 @@ package gate
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/snapshots"
 )
 
@@ -68,5 +70,44 @@ func TestScopedRevertVisibleSchemaHiddenChange(t *testing.T) {
 	_, err = v.Write(ctx, Change{Op: OpRevert, Target: &snapshots.Ref{Revision: 2}, Branch: "work"})
 	if Code(err) != "DENIED" {
 		t.Errorf("code %s (%v), want DENIED", Code(err), err)
+	}
+}
+
+// TestScopedHistoryPastScanLimit: past the scan limit, the history of a hidden resource answers as that of a name
+// nothing ever changed: an empty page and the same cursor, for History and PathHistory alike.
+func TestScopedHistoryPastScanLimit(t *testing.T) {
+	old := snapshots.MaxHistoryScan
+	snapshots.MaxHistoryScan = 3
+	t.Cleanup(func() { snapshots.MaxHistoryScan = old })
+	ctx := context.Background()
+	g := fixture(t, "")
+	db, err := g.dir.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := db.Put(ctx, "customers", []byte(fmt.Sprintf(`{"n":%d}`, i)), snapshots.WriteOptions{Author: "admin"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := actor(t, g, Principal{Name: "scoped", Mode: WritesOn, Scope: scope})
+	v, err := a.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func(resource string) string {
+		p, err := v.History(ctx, snapshots.HistoryQuery{Resource: resource})
+		if err != nil {
+			return err.Error()
+		}
+		chs, next, err := v.PathHistory(ctx, "main", resource, revision.MustPointer("/token"), 10, 0)
+		return fmt.Sprintf("%d revisions, next %d; %d changes, next %d, %v", len(p.Revisions), p.Next, len(chs), next, err)
+	}
+	hidden, missing := answer(hiddenRes), answer("nosuch")
+	if hidden != missing {
+		t.Fatalf("hidden: %s\nmissing: %s", hidden, missing)
+	}
+	if !strings.Contains(hidden, "0 revisions, next ") || strings.Contains(hidden, "next 0;") {
+		t.Fatalf("past the scan limit: %s, want an empty page and a cursor", hidden)
 	}
 }

@@ -312,15 +312,6 @@ func (v *View) History(ctx context.Context, q snapshots.HistoryQuery) (*snapshot
 		q.Limit = limit - len(out.Revisions)
 		p, err := v.db.History(ctx, q)
 		if err != nil {
-			if errors.Is(err, snapshots.ErrScanLimit) {
-				if len(out.Revisions) > 0 {
-					out.Next = out.Revisions[len(out.Revisions)-1].Number
-					return out, nil
-				}
-				if q.Resource == noResource {
-					return out, nil // nothing changed it: the branch was walked to its scan limit
-				}
-			}
 			return nil, err
 		}
 		for _, r := range p.Revisions {
@@ -331,7 +322,9 @@ func (v *View) History(ctx context.Context, q snapshots.HistoryQuery) (*snapshot
 		if p.Next == 0 {
 			return out, nil
 		}
-		if len(out.Revisions) >= limit {
+		if len(out.Revisions) >= limit || len(p.Revisions) < q.Limit {
+			// Full, or the walk stopped at its scan limit (as for a name nothing changed, hidden or not): the
+			// caller goes on from the cursor.
 			out.Next = p.Next
 			return out, nil
 		}
@@ -476,11 +469,11 @@ func (v *View) PathHistory(ctx context.Context, branch, resource string, ptr rev
 		if err := snapshots.ValidResourceName(resource); err != nil {
 			return nil, 0, err
 		}
-		_, err := v.db.History(ctx, snapshots.HistoryQuery{Branch: branch, Resource: noResource, Limit: 1, Before: before})
-		if errors.Is(err, snapshots.ErrScanLimit) {
-			err = nil
+		p, err := v.db.History(ctx, snapshots.HistoryQuery{Branch: branch, Resource: noResource, Limit: 1, Before: before})
+		if err != nil {
+			return nil, 0, err
 		}
-		return []snapshots.PathChange{}, 0, err
+		return []snapshots.PathChange{}, p.Next, nil // the cursor a walk past the scan limit gives any name
 	}
 	chs, next, err := v.db.PathHistory(ctx, branch, resource, ptr, limit, before)
 	if err != nil || !v.a.limited() {

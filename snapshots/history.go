@@ -10,8 +10,9 @@ import (
 	"github.com/strata-db/strata/store"
 )
 
-// maxScan bounds how many revisions one history call examines; past it the call returns a cursor to continue.
-const maxScan = 10_000
+// MaxHistoryScan bounds how many revisions one history call examines; past it the call returns a cursor to
+// continue. A variable so that tests can lower it.
+var MaxHistoryScan = 10_000
 
 // HistoryQuery selects revisions of a branch, newest first, following first parents.
 type HistoryQuery struct {
@@ -32,7 +33,7 @@ type HistoryPage struct {
 // never diffs the database; a path filter then compares the value at the path with the parent's (by hash).
 func (db *DB) History(ctx context.Context, q HistoryQuery) (*HistoryPage, error) {
 	page := &HistoryPage{Revisions: []store.RevisionRecord{}}
-	err := db.walk(ctx, q.Branch, q.Before, func(rec, parent store.RevisionRecord, hasParent bool) (bool, error) {
+	stop, err := db.walk(ctx, q.Branch, q.Before, func(rec, parent store.RevisionRecord, hasParent bool) (bool, error) {
 		if len(page.Revisions) >= limitOr(q.Limit) {
 			page.Next = rec.Number + 1
 			return false, nil
@@ -46,9 +47,8 @@ func (db *DB) History(ctx context.Context, q HistoryQuery) (*HistoryPage, error)
 		}
 		return true, nil
 	})
-	if page.Next == 0 && len(page.Revisions) > 0 && err == ErrScanLimit {
-		page.Next = page.Revisions[len(page.Revisions)-1].Number
-		err = nil
+	if err == ErrScanLimit { // go on from the first revision not examined
+		page.Next, err = stop+1, nil
 	}
 	return page, err
 }
@@ -60,16 +60,17 @@ func limitOr(n int) int {
 	return n
 }
 
-// ErrScanLimit is returned by History (and PathHistory) when a walk examined its maximum of revisions without
-// finding one that changed what it filters by: the caller may go on from where it stopped, or report nothing found.
+// ErrScanLimit ends a walk that examined its maximum of revisions (MaxHistoryScan). History and PathHistory then answer
+// what they found, with a cursor at the first revision not examined: a filter that matched nothing in that many
+// revisions gets an empty page and a cursor, never an end of history it did not reach.
 var ErrScanLimit = errors.New("history scan limit reached without a match")
 
 // walk visits the first-parent chain of a branch from its head (or from below a cursor), newest first.
-func (db *DB) walk(ctx context.Context, branch string, before uint64, fn func(rec, parent store.RevisionRecord, hasParent bool) (bool, error)) error {
+func (db *DB) walk(ctx context.Context, branch string, before uint64, fn func(rec, parent store.RevisionRecord, hasParent bool) (bool, error)) (stop uint64, err error) {
 	if branch == "" {
 		branch = Main
 	}
-	return db.be.View(ctx, func(c store.CatalogReader) error {
+	err = db.be.View(ctx, func(c store.CatalogReader) error {
 		b, err := c.Branch(branch)
 		if err != nil {
 			return notFoundRef(c, "branch", branch, err)
@@ -89,7 +90,8 @@ func (db *DB) walk(ctx context.Context, branch string, before uint64, fn func(re
 			}
 		}
 		for scanned := 0; ; scanned++ {
-			if scanned == maxScan {
+			if scanned == MaxHistoryScan {
+				stop = rec.Number
 				return ErrScanLimit
 			}
 			if err := ctx.Err(); err != nil {
@@ -109,6 +111,7 @@ func (db *DB) walk(ctx context.Context, branch string, before uint64, fn func(re
 			rec = parent
 		}
 	})
+	return stop, err
 }
 
 // touches reports whether a revision changed a resource (or the value at a path in it), with the values before and
@@ -166,7 +169,7 @@ func (db *DB) PathHistory(ctx context.Context, branch, resource string, path rev
 	}
 	out := []PathChange{}
 	var next uint64
-	err := db.walk(ctx, branch, before, func(rec, parent store.RevisionRecord, has bool) (bool, error) {
+	stop, err := db.walk(ctx, branch, before, func(rec, parent store.RevisionRecord, has bool) (bool, error) {
 		if len(out) >= limitOr(limit) {
 			next = rec.Number + 1
 			return false, nil
@@ -178,10 +181,7 @@ func (db *DB) PathHistory(ctx context.Context, branch, resource string, path rev
 		return err == nil, err
 	})
 	if err == ErrScanLimit {
-		err = nil
-		if len(out) > 0 {
-			next = out[len(out)-1].Rev.Number
-		}
+		next, err = stop+1, nil
 	}
 	return out, next, err
 }

@@ -80,6 +80,16 @@ func showLog(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *logO
 		if err != nil {
 			return err
 		}
+		for limit := q.Limit; page.Next != 0 && len(page.Revisions) < limit; {
+			// A filtered walk stops at its scan limit with a cursor: the command line walks on to fill its page.
+			more := q
+			more.Before, more.Limit = page.Next, limit-len(page.Revisions)
+			p, err := db.History(ctx, more)
+			if err != nil {
+				return err
+			}
+			page.Revisions, page.Next = append(page.Revisions, p.Revisions...), p.Next
+		}
 		changes, err := schemaChanges(ctx, db, q.Resource, page)
 		if err != nil {
 			return err
