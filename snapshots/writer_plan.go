@@ -266,6 +266,9 @@ func (p *planner) one(r *request) {
 	if p.next > p.last+1 {
 		p.clock = p.clock.Add(time.Microsecond)
 	}
+	if !p.clock.After(b.Created) { // the branch's head log begins at its creation: stay after it
+		p.clock = b.Created.Add(time.Microsecond)
+	}
 	p.lastTime = p.clock
 	rec := store.RevisionRecord{Number: p.next, Root: []byte(change.Root.Encoding()), Parents: append([]uint64{b.Head}, extra...),
 		Branch: b.Name, Time: p.clock, Author: r.opts.Author, Tool: r.opts.Tool, Message: r.opts.Message, Resources: touched}
