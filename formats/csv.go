@@ -105,9 +105,135 @@ type CSVReader struct {
 // NewCSVReader returns a CSVReader over r. types gives the columns that are not strings; naming a column the
 // header does not have is an error (from the first Read).
 func NewCSVReader(r io.Reader, types map[string]ColumnType) *CSVReader {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(&quotedCRLF{r: &bomSkipper{r: r}})
 	cr.ReuseRecord = true
 	return &CSVReader{cr: cr, types: types}
+}
+
+// bomSkipper drops a leading UTF-8 byte-order mark, before encoding/csv sees it (a BOM before a quoted first
+// header cell would otherwise make the quote "bare").
+type bomSkipper struct {
+	r    io.Reader
+	done bool
+}
+
+func (b *bomSkipper) Read(p []byte) (int, error) {
+	if b.done {
+		return b.r.Read(p)
+	}
+	b.done = true
+	var head [3]byte
+	n, err := io.ReadFull(b.r, head[:])
+	if n == 3 && string(head[:]) == "\uFEFF" {
+		n = 0
+	}
+	if err == io.ErrUnexpectedEOF {
+		err = io.EOF
+	}
+	b.r = io.MultiReader(bytes.NewReader(head[:n]), b.r)
+	if err != nil && err != io.EOF {
+		return 0, err
+	}
+	return b.r.Read(p)
+}
+
+// quotedCRLF keeps a CRLF inside a quoted field. encoding/csv turns every \r\n into \n, inside quotes too, so a
+// string holding \r\n came back from an export and an import changed. On its way in, each \r\n inside quotes is
+// marked \r\xff\n (the parser keeps a lone \r), and unmark turns the mark back. A 0xff byte of the input itself
+// (never valid UTF-8) becomes 0xfe, never valid either, so that it is still refused where it is.
+type quotedCRLF struct {
+	r     io.Reader
+	state byte // where in a record the last byte was: csvFieldStart, csvBare, csvQuoted or csvQuoteSeen
+	cr    bool // the last byte was a \r inside quotes, held back: is the next one \n?
+	in    []byte
+	out   []byte
+	off   int
+	err   error
+}
+
+const (
+	csvFieldStart = iota
+	csvBare
+	csvQuoted
+	csvQuoteSeen
+)
+
+func (q *quotedCRLF) Read(p []byte) (int, error) {
+	for q.off >= len(q.out) {
+		if q.err != nil {
+			if q.cr { // the input ended after a \r
+				q.cr = false
+				q.out, q.off = append(q.out[:0], '\r'), 0
+				continue
+			}
+			return 0, q.err
+		}
+		if q.in == nil {
+			q.in = make([]byte, 32<<10)
+		}
+		n, err := q.r.Read(q.in)
+		q.err = err
+		q.out, q.off = q.mark(q.out[:0], q.in[:n]), 0
+	}
+	n := copy(p, q.out[q.off:])
+	q.off += n
+	return n, nil
+}
+
+func (q *quotedCRLF) mark(out, in []byte) []byte {
+	for _, b := range in {
+		if q.cr {
+			q.cr = false
+			out = append(out, '\r')
+			if b == '\n' {
+				out = append(out, 0xff)
+			}
+		}
+		if b == 0xff {
+			b = 0xfe
+		}
+		switch q.state {
+		case csvFieldStart:
+			switch b {
+			case '"':
+				q.state = csvQuoted
+			case ',', '\n':
+			default:
+				q.state = csvBare
+			}
+		case csvBare:
+			if b == ',' || b == '\n' {
+				q.state = csvFieldStart
+			}
+		case csvQuoted:
+			switch b {
+			case '"':
+				q.state = csvQuoteSeen
+			case '\r':
+				q.cr = true
+				continue
+			}
+		case csvQuoteSeen:
+			switch b {
+			case '"':
+				q.state = csvQuoted
+			case ',', '\n':
+				q.state = csvFieldStart
+			default:
+				q.state = csvBare
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// unmark turns quotedCRLF's marks in a field back into \r\n.
+func unmark(s string) string {
+	if strings.IndexByte(s, 0xff) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\r\xff\n", "\r\n")
 }
 
 // Read implements io.Reader.
@@ -170,7 +296,10 @@ func (c *CSVReader) readHeader() error {
 		return c.readError(err)
 	}
 	c.header = true
-	c.names = slices.Clone(rec)
+	c.names = make([]string, len(rec))
+	for i, n := range rec {
+		c.names[i] = unmark(n)
+	}
 	if len(c.names) > 0 {
 		c.names[0] = strings.TrimPrefix(c.names[0], "\uFEFF")
 	}
@@ -179,6 +308,9 @@ func (c *CSVReader) readHeader() error {
 		line, col := c.cr.FieldPos(i)
 		if !utf8.ValidString(n) {
 			return &CSVError{Line: line, Column: col, Msg: "the column name is not valid UTF-8: the CSV must be UTF-8 text"}
+		}
+		if j := strings.IndexByte(n, '\r'); j >= 0 && !strings.HasPrefix(n[j:], "\r\n") {
+			return &CSVError{Line: line, Column: col, Msg: fmt.Sprintf("column %d of the header holds a carriage return: are the lines ended by CR alone (\"CSV (Macintosh)\")? End them with LF or CRLF", i+1)}
 		}
 		if n == "" {
 			return &CSVError{Line: line, Column: col, Msg: fmt.Sprintf("column %d of the header has no name: every column needs one", i+1)}
@@ -224,7 +356,7 @@ func (c *CSVReader) record(rec []string) error {
 			c.buf = append(c.buf, ',')
 		}
 		c.buf = append(c.buf, c.keys[i]...)
-		if err := c.cell(i, cell); err != nil {
+		if err := c.cell(i, unmark(cell)); err != nil {
 			line, col := c.cr.FieldPos(i)
 			return &CSVError{Line: line, Column: col, Field: c.names[i], Msg: err.Error()}
 		}

@@ -57,11 +57,23 @@ func WriteCSV(ctx context.Context, f *revision.Forest, w io.Writer, v revision.V
 		if err != nil {
 			return err
 		}
+		if header == nil && len(keys) == 0 {
+			return fmt.Errorf("%w: element %d is an empty object: a CSV row needs at least one column", ErrNotTabular, i)
+		}
 		if header == nil {
 			header = append([]string{}, keys...)
 			if err := cw.Write(header); err != nil {
 				return err
 			}
+		}
+		if len(row) == 1 && row[0] == "" {
+			// encoding/csv writes a lone empty field as an empty line, which every reader skips: quote it.
+			cw.Flush()
+			if err := cw.Error(); err != nil {
+				return err
+			}
+			_, err := bw.WriteString("\"\"\n")
+			return err
 		}
 		return cw.Write(row)
 	})
