@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
+	"github.com/strata-db/strata/store"
 )
 
 type dbCopyOptions struct {
@@ -48,13 +50,28 @@ both logs).`,
 	return cmd
 }
 
+// sameDir reports whether two data directories (not URLs) are one directory, however they are spelt.
+func sameDir(a, b string) bool {
+	if store.LooksLikeURL(a) || store.LooksLikeURL(b) {
+		return false
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
 func copyDBs(ctx context.Context, w io.Writer, g *globalOptions, o *dbCopyOptions, srcLoc, dstLoc string) error {
+	var dbs []string
 	for _, n := range o.dbs {
 		if err := snapshots.ValidDatabaseName(n); err != nil {
 			return err
 		}
+		if !slices.Contains(dbs, n) {
+			dbs = append(dbs, n)
+		}
 	}
-	if srcLoc == dstLoc {
+	o.dbs = dbs
+	if srcLoc == dstLoc || sameDir(srcLoc, dstLoc) {
 		return usageErrorf("SRC and DST are the same location (%s): copy into another one", locationText(srcLoc))
 	}
 	src, err := g.openLocation(srcLoc, false, 0, nil)
