@@ -94,15 +94,26 @@ func (l *Log) ReadNewest(ctx context.Context, f Filter, before uint64, maxScan i
 	if l.table != nil {
 		return l.table.readNewest(ctx, f, before, maxScan, fn)
 	}
+	// The current file is opened before the rotated ones are listed, as openLog does: a rotation in between then
+	// shows as the current file under a rotated name (skipped), not as records of neither.
+	var seen []os.FileInfo // the files already taken, newest first
+	cur, err := nofollow.Open(l.path)
+	switch {
+	case err == nil:
+		defer cur.Close()
+		fi, err := cur.Stat()
+		if err != nil {
+			return 0, err
+		}
+		seen = append(seen, fi)
+	case !errors.Is(err, os.ErrNotExist):
+		return 0, err
+	}
 	rotated, err := rotatedFiles(l.path)
 	if err != nil {
 		return 0, err
 	}
-	paths := []string{l.path}
-	var seen []os.FileInfo // the files already listed, newest first
-	if fi, err := os.Stat(l.path); err == nil {
-		seen = append(seen, fi)
-	}
+	var paths []string
 	for i := len(rotated) - 1; i >= 0; i-- {
 		fi, err := os.Stat(rotated[i].path)
 		if err == nil && slices.ContainsFunc(seen, func(s os.FileInfo) bool { return os.SameFile(fi, s) }) {
@@ -115,6 +126,13 @@ func (l *Log) ReadNewest(ctx context.Context, f Filter, before uint64, maxScan i
 		}
 		if before == 0 || rotated[i].first < before { // a file whose records are all at or past before is skipped
 			paths = append(paths, rotated[i].path)
+		}
+	}
+	if cur != nil {
+		fi := seen[0]
+		last, err := ReadNewest(cur, fi.Size(), f, before, maxScan, fn)
+		if err != nil || last != 0 {
+			return last, err
 		}
 	}
 	for _, path := range paths {
