@@ -166,6 +166,9 @@ type AuthOptions struct {
 	// MaxSessions and MaxSessionsPerPrincipal cap the sessions open at once (0: the defaults); a request that would
 	// open one more is refused with 429 (503 when the server is full).
 	MaxSessions, MaxSessionsPerPrincipal int
+	// Stateless, when set, reports whether a request is answered on its own and never opens a session (MCP
+	// 2026-07-28 and later): such a request is not held to the session caps.
+	Stateless func(r *http.Request) bool
 }
 
 // Auth authenticates requests, limits them, and binds each session (Mcp-Session-Id) to the principal that opened
@@ -178,8 +181,11 @@ type Auth struct {
 	onRefused   func(principal, remote, decision string)
 	maxSessions int
 	maxPer      int
+	stateless   func(r *http.Request) bool
 
 	mu       sync.Mutex
+	pending  map[string]int           // per principal: requests admitted under the session caps whose session is not recorded yet
+	pendingN int                      // their sum
 	limits   map[string]*rate.Limiter // per principal
 	failures map[string]*failBucket   // failed attempts per remote address
 	sessions map[string]*sessionOwner // Mcp-Session-Id -> principal
@@ -202,6 +208,8 @@ func NewAuth(o AuthOptions) *Auth {
 		onRefused:   o.OnRefused,
 		maxSessions: o.MaxSessions,
 		maxPer:      o.MaxSessionsPerPrincipal,
+		stateless:   o.Stateless,
+		pending:     map[string]int{},
 		limits:      map[string]*rate.Limiter{},
 		failures:    map[string]*failBucket{},
 		sessions:    map[string]*sessionOwner{},
@@ -295,10 +303,16 @@ func (g *Auth) Handler(next http.Handler) http.Handler {
 			http.Error(w, "Bad Request: "+duplicateError(d), http.StatusBadRequest)
 			return
 		}
-		if len(sid) == 0 && r.Method == http.MethodPost && !g.admitSession(w, principal) {
-			return
+		ctx := WithPrincipal(r.Context(), principal)
+		if len(sid) == 0 && r.Method == http.MethodPost && (g.stateless == nil || !g.stateless(r)) {
+			res, ok := g.admitSession(w, principal)
+			if !ok {
+				return
+			}
+			defer res.release()
+			ctx = context.WithValue(ctx, reservationKey{}, res)
 		}
-		r = r.WithContext(WithPrincipal(r.Context(), principal))
+		r = r.WithContext(ctx)
 		if r.Method == http.MethodPost && isBatch(body) {
 			// Every call in a batch counts against the limit, not the one POST that carries them.
 			g.batch(w, r, principal, body, next, sid)
@@ -451,10 +465,14 @@ func (g *Auth) ownsSession(principal, sid string) bool {
 	return true
 }
 
-// recordSession binds a new session to the principal that opened it.
-func (g *Auth) recordSession(principal, sid string) {
+// recordSession binds a new session to the principal that opened it; the place res held under the caps becomes
+// the session's.
+func (g *Auth) recordSession(principal, sid string, res *reservation) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if res != nil {
+		res.releaseLocked()
+	}
 	now := g.now()
 	g.sweep(now)
 	if _, taken := g.sessions[sid]; !taken {
@@ -505,6 +523,7 @@ type sessionRecorder struct {
 	principal string
 	sid       string // the request's session, if any
 	method    string
+	res       *reservation // the request's place under the session caps, if it was admitted under them
 	wrote     bool
 }
 
@@ -513,7 +532,7 @@ func (s *sessionRecorder) WriteHeader(code int) {
 		s.wrote = true
 		if s.sid == "" {
 			if id := s.Header().Get("Mcp-Session-Id"); id != "" && code < 300 {
-				s.g.recordSession(s.principal, id)
+				s.g.recordSession(s.principal, id, s.res)
 			}
 		} else if code == http.StatusNotFound || (s.method == http.MethodDelete && code < 300) {
 			s.g.forgetSession(s.sid)
@@ -543,25 +562,63 @@ func (s *sessionRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter
 
 // admitSession refuses a request that would open a session over the caps (a POST without a session: an
 // initialize, or a stateless call). It answers the refusal itself.
-func (g *Auth) admitSession(w http.ResponseWriter, principal string) bool {
+//
+// An admitted request holds a place under the caps (a reservation, released when it ends) until the session it
+// opens is recorded: initializes sent at once cannot all pass the caps before any of their sessions is recorded.
+func (g *Auth) admitSession(w http.ResponseWriter, principal string) (*reservation, bool) {
 	g.mu.Lock()
 	g.sweep(g.now())
-	total, mine := len(g.sessions), 0
+	total, mine := len(g.sessions)+g.pendingN, g.pending[principal]
 	for _, o := range g.sessions {
 		if o.principal == principal {
 			mine++
 		}
+	}
+	ok := mine < g.maxPer && total < g.maxSessions
+	if ok {
+		g.pending[principal]++
+		g.pendingN++
 	}
 	g.mu.Unlock()
 	switch {
 	case mine >= g.maxPer:
 		w.Header().Set("Retry-After", "60")
 		http.Error(w, fmt.Sprintf("Too Many Requests: principal %s has %d sessions open, the most it may; close one (DELETE) or reuse it", principal, mine), http.StatusTooManyRequests)
-		return false
+		return nil, false
 	case total >= g.maxSessions:
 		w.Header().Set("Retry-After", "60")
 		http.Error(w, "Service Unavailable: the server has as many sessions open as it takes; retry later", http.StatusServiceUnavailable)
-		return false
+		return nil, false
 	}
-	return true
+	return &reservation{g: g, principal: principal}, true
+}
+
+// reservationKey is the context key of a request's reservation.
+type reservationKey struct{}
+
+// reservation is a place under the session caps that an admitted request holds until its session is recorded or
+// it ends.
+type reservation struct {
+	g         *Auth
+	principal string
+	done      bool // guarded by g.mu
+}
+
+func (res *reservation) release() {
+	res.g.mu.Lock()
+	defer res.g.mu.Unlock()
+	res.releaseLocked()
+}
+
+// releaseLocked gives the place back once; g.mu is held.
+func (res *reservation) releaseLocked() {
+	if res.done {
+		return
+	}
+	res.done = true
+	g := res.g
+	g.pendingN--
+	if g.pending[res.principal]--; g.pending[res.principal] <= 0 {
+		delete(g.pending, res.principal)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,4 +140,62 @@ func TestAuthRefusalsAggregated(t *testing.T) {
 		t.Fatalf("VerifyLog = %+v, %v", s, err)
 	}
 	t.Logf("%d refused requests in %v (%d × 401, %d × 429): %d audit records", workers*each, took.Round(time.Millisecond), n401, n429, recs)
+}
+
+// TestSessionCapsHoldUnderConcurrentInitializes: initializes sent at once each pass the caps only while a place
+// is left (found in review: all were admitted before any session was recorded, so the caps were overshot), and a
+// stateless request (Stateless) is not held to them.
+func TestSessionCapsHoldUnderConcurrentInitializes(t *testing.T) {
+	const n, perPrincipal = 8, 2
+	g := NewAuth(AuthOptions{LocalUser: "ada", MaxSessionsPerPrincipal: perPrincipal,
+		RateLimit: func(string) gate.RateLimit { return gate.RateLimit{PerSecond: 1000, Burst: 1000} },
+		Stateless: func(r *http.Request) bool { return r.Header.Get("MCP-Protocol-Version") == "stateless" }})
+	release := make(chan struct{})
+	var inside, refused atomic.Int32
+	var ids atomic.Int32
+	h := g.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("MCP-Protocol-Version") == "stateless" {
+			return
+		}
+		inside.Add(1)
+		<-release
+		w.Header().Set("Mcp-Session-Id", "s"+strconv.Itoa(int(ids.Add(1))))
+		w.WriteHeader(http.StatusOK)
+	}))
+	post := func(version string) int {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if version != "" {
+			req.Header.Set("MCP-Protocol-Version", version)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if post("") == http.StatusTooManyRequests {
+				refused.Add(1)
+			}
+		}()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for inside.Load()+refused.Load() < n && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	got := inside.Load()
+	close(release)
+	wg.Wait()
+	if got != perPrincipal || g.Sessions() != perPrincipal {
+		t.Fatalf("%d initializes at once: %d admitted, %d sessions open; the cap is %d", n, got, g.Sessions(), perPrincipal)
+	}
+	if code := post(""); code != http.StatusTooManyRequests {
+		t.Fatalf("an initialize over the cap: %d", code)
+	}
+	if code := post("stateless"); code != http.StatusOK {
+		t.Fatalf("a stateless request with the sessions at their cap: %d", code)
+	}
 }

@@ -203,5 +203,6 @@ func (g *Auth) serve(w http.ResponseWriter, r *http.Request, principal string, s
 		next.ServeHTTP(&sessionRecorder{ResponseWriter: w, g: g, principal: principal, sid: sid[0], method: r.Method}, r)
 		return
 	}
-	next.ServeHTTP(&sessionRecorder{ResponseWriter: w, g: g, principal: principal}, r)
+	res, _ := r.Context().Value(reservationKey{}).(*reservation)
+	next.ServeHTTP(&sessionRecorder{ResponseWriter: w, g: g, principal: principal, res: res}, r)
 }

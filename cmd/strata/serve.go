@@ -172,7 +172,7 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	}
 	auth := transport.NewAuth(transport.AuthOptions{Tokens: tokens, LocalUser: g.env.user(), RateLimit: b.settings.RateLimitFor,
 		SessionIdle: idle, OnRefused: onRefused, MaxSessions: b.settings.MaxSessions,
-		MaxSessionsPerPrincipal: b.settings.MaxSessionsPerPrincipal})
+		MaxSessionsPerPrincipal: b.settings.MaxSessionsPerPrincipal, Stateless: sessionless})
 	serverOf := func(r *http.Request) *mcpsdk.Server {
 		principal := transport.PrincipalFrom(r.Context())
 		if principal == "" {
@@ -274,6 +274,11 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 // answered by calling again, and closing the request cancels it.
 const sessionlessRevision = "2026-07-28"
 
+// sessionless reports whether a request is of a revision without sessions: it is answered on its own.
+func sessionless(r *http.Request) bool {
+	return r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision
+}
+
 // byRevision serves each request with the handler of its protocol revision, named by its MCP-Protocol-Version
 // header (which that revision requires on every request, server/discover included): from sessionlessRevision on,
 // perRequest (the go-sdk serves those revisions only statelessly, and refuses them in the stateful mode every
@@ -281,7 +286,7 @@ const sessionlessRevision = "2026-07-28"
 // server/discover, failed every call); earlier revisions, and the initialize handshake, sessions.
 func byRevision(sessions, perRequest http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("MCP-Protocol-Version") >= sessionlessRevision {
+		if sessionless(r) {
 			perRequest.ServeHTTP(w, r)
 			return
 		}
