@@ -537,6 +537,28 @@ func TestPostgresWatch(t *testing.T) {
 		recv(t, ch, last, 5*time.Second)
 	})
 
+	t.Run("ended when another server drops the database", func(t *testing.T) {
+		// Found in review: such a watch never ended, and a subscription on it waited for ever.
+		createPG(t, writer, "doomed")
+		p := openPG(t, url, &store.PostgresOptions{PollInterval: 50 * time.Millisecond})
+		b := openPGDB(t, p, "doomed")
+		ch := must(b.Watch(ctx))
+		if err := writer.Drop(ctx, "doomed"); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.After(10 * time.Second)
+		for open := true; open; {
+			select {
+			case _, open = <-ch:
+			case <-deadline:
+				t.Fatal("the watch of a dropped database did not end within 10 s")
+			}
+		}
+		if !b.Dropped() {
+			t.Fatal("the database does not know it was dropped")
+		}
+	})
+
 	t.Run("polled after the listener dropped", func(t *testing.T) {
 		p := openPG(t, url, &store.PostgresOptions{PollInterval: 50 * time.Millisecond})
 		store.SetRelisten(p, time.Hour) // once dropped, it stays deaf: only polling can hear

@@ -18,7 +18,7 @@ type Watcher interface {
 	// Watch returns a channel that receives the database's newest revision number after each commit that changes
 	// it (a revision, a branch, a label, a plan: the number may then stay the same), by this process or any other,
 	// until ctx ends or the backend closes; then the channel is closed. A receiver that falls behind gets the newest
-	// number once, not every one in between.
+	// number once, not every one in between. A watch of a database that is dropped (by any process) ends too.
 	Watch(ctx context.Context) (<-chan uint64, error)
 }
 
@@ -273,7 +273,29 @@ func (h *pgHub) poll(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	present := make(map[int64]bool, len(got))
 	for _, x := range got {
+		present[x.id] = true
 		h.deliver(x.id, x.seq, uint64(x.rev))
+	}
+	for _, id := range ids {
+		if !present[id] {
+			h.dropped(id)
+		}
+	}
+}
+
+// dropped ends the watches of a database that is no longer there (dropped, by this process or another): nothing
+// will ever commit to it again, and a watcher waiting for it would wait for ever.
+func (h *pgHub) dropped(id int64) {
+	h.mu.Lock()
+	var gone []*pgSub
+	for s := range h.subs[id] {
+		gone = append(gone, s)
+	}
+	h.mu.Unlock()
+	for _, s := range gone {
+		s.d.gone.Store(true)
+		h.remove(s)
 	}
 }
