@@ -328,8 +328,16 @@ func (c *CSVReader) readHeader() error {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return fmt.Errorf("%w: a type is given for %s, but the header has no such column (its columns: %s)",
-			ErrInvalidCSV, strings.Join(unknown, ", "), quoteAll(c.names))
+		hint := ""
+		for n := range c.types {
+			if _, ok := seen[n]; !ok && strings.TrimSpace(n) != n {
+				if _, ok := seen[strings.TrimSpace(n)]; ok {
+					hint = "; a space after a comma is part of the next name: write price=number,name=string"
+				}
+			}
+		}
+		return fmt.Errorf("%w: a type is given for %s, but the header has no such column (its columns: %s)%s",
+			ErrInvalidCSV, strings.Join(unknown, ", "), quoteAll(c.names), hint)
 	}
 	c.kinds = make([]ColumnType, len(c.names))
 	c.keys = make([][]byte, len(c.names))

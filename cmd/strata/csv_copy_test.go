@@ -93,3 +93,23 @@ func TestCSVBareCRLineEnds(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
+
+// TestExportContradictoryFlags: --json beside --pretty or another --format was silently ignored; a space after a
+// comma in --csv-types gets a hint.
+func TestExportContradictoryFlags(t *testing.T) {
+	s := newSession(t, false, nil)
+	s.must("", "db", "create", "shop")
+	s.must(`[{"a":"x"}]`, "import", "shop", "p", "-")
+	for _, args := range [][]string{{"--json", "--pretty"}, {"--json", "--format", "csv"}, {"--json", "--format", "jsonl"}} {
+		if _, errOut, code := s.run("", append([]string{"export", "shop", "p"}, args...)...); code != exitUsage || !strings.Contains(errOut, "give one") {
+			t.Errorf("export %v: exit %d: %s", args, code, errOut)
+		}
+	}
+	if out := s.must("", "export", "shop", "p", "--json"); out != `[{"a":"x"}]`+"\n" {
+		t.Errorf("export --json: %q", out)
+	}
+	_, errOut, code := s.run("a,name\n1,x\n", "import", "shop", "q", "-", "--format", "csv", "--csv-types", "a=number, name=string")
+	if code != exitUsage || !strings.Contains(errOut, "a space after a comma") {
+		t.Errorf("--csv-types with a space: exit %d: %s", code, errOut)
+	}
+}

@@ -47,6 +47,12 @@ func newExportCommand(g *globalOptions) *cobra.Command {
 			if o.pretty && o.format != "json" {
 				return usageErrorf("--pretty is for --format json")
 			}
+			if o.json && o.format != "json" {
+				return usageErrorf("--json asks for JSON, and --format %s for something else: give one", o.format)
+			}
+			if o.json && o.pretty {
+				return usageErrorf("--json asks for compact JSON, and --pretty for indented JSON: give one")
+			}
 			return exportResource(cmd.Context(), cmd.OutOrStdout(), g, o, args[0], args[1])
 		}),
 	}
