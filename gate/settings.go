@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -397,7 +398,30 @@ func (s *Settings) WithWritesFlag(flag string, set bool) error {
 	case s.Writes != flag:
 		return fmt.Errorf("--writes %s contradicts the configuration file's \"writes\": %q; give one of them", flag, s.Writes)
 	}
-	return ValidMode(s.Writes)
+	if err := ValidMode(s.Writes); err != nil {
+		return err
+	}
+	if s.Writes == "" || s.Writes == WritesOff {
+		// Off opens the databases read only and registers no write tool: a policy that lets a principal write
+		// would promise what the server will not do (found in review: the tools were offered, the startup line
+		// said "writes off").
+		check := func(who string, p PrincipalSettings) error {
+			if pol := p.Policy.over(PresetPolicy(WritesOff)); pol.Writes() {
+				return fmt.Errorf("%s lets it change data (write %s, protected %s, admin %s), but writes are off: set \"writes\" (or --writes) to branches or on, and deny writes to those that must not, or drop that policy",
+					who, pol.Write, pol.Protected, pol.Admin)
+			}
+			return nil
+		}
+		if err := check("the default policy", s.Default); err != nil {
+			return err
+		}
+		for _, name := range slices.Sorted(maps.Keys(s.Principals)) {
+			if err := check("the policy of principal "+name, s.Principals[name]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // For is the principal of that name as the settings configure it (over stdio, the OS user; over HTTP, a token's

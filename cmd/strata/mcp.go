@@ -169,6 +169,9 @@ func loadSettings(f *mcpFlags) (*gate.Settings, error) {
 		return nil, usageErrorf("--config: %v", err)
 	}
 	if err := s.WithWritesFlag(f.writes, f.writesSet); err != nil {
+		if !f.writesSet {
+			return nil, usageErrorf("--config: %v", err)
+		}
 		return nil, usageErrorf("--writes: %v", err)
 	}
 	return s, nil
