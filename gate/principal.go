@@ -96,13 +96,13 @@ func (p Principal) Validate() error {
 			return fmt.Errorf("protected branch: %w", err)
 		}
 	}
-	if err := p.Scope.Databases.validate("databases"); err != nil {
+	if err := p.Scope.Databases.validate("databases", snapshots.ValidDatabaseName); err != nil {
 		return err
 	}
 	if err := ValidMergeKeys(p.MergeKeys); err != nil {
 		return fmt.Errorf("merge keys: %w", err)
 	}
-	return p.Scope.Resources.validate("resources")
+	return p.Scope.Resources.validate("resources", snapshots.ValidResourceName)
 }
 
 // WithDefaults fills in the defaults of a valid principal.

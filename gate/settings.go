@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/strata-db/strata/snapshots"
 )
 
 // Tool classes (docs/design.md §4). Every tool has one; a call's class can depend on its arguments: a write to a
@@ -126,10 +128,21 @@ func (n Names) Permits(name string) bool {
 
 func (n Names) empty() bool { return len(n.Allow) == 0 && len(n.Deny) == 0 }
 
-func (n Names) validate(what string) error {
+// validate checks the patterns of a list of names of a kind: valid (snapshots.ValidDatabaseName or
+// ValidResourceName) says whether a name of that kind can be spelt so. A pattern no name can match is refused: a
+// deny of "Payroll" would deny nothing, as database names are lower-case (found in review).
+func (n Names) validate(what string, valid func(string) error) error {
 	for _, p := range append(slices.Clone(n.Allow), n.Deny...) {
 		if p == "" {
 			return fmt.Errorf("scopes %s: an empty pattern matches nothing; remove it", what)
+		}
+		// The shortest name the pattern matches, but a name that begins where a '*' stands begins with a letter.
+		shortest := strings.ReplaceAll(p, "*", "")
+		if strings.HasPrefix(p, "*") {
+			shortest = "a" + shortest
+		}
+		if err := valid(shortest); err != nil {
+			return fmt.Errorf("scopes %s: pattern %q can match no name: %v", what, p, strings.TrimPrefix(err.Error(), snapshots.ErrInvalidArgument.Error()+": "))
 		}
 	}
 	return nil
@@ -275,6 +288,9 @@ func ParseSettings(r io.Reader) (*Settings, error) {
 	if len(b) > 1<<20 {
 		return nil, errors.New("larger than 1 MiB")
 	}
+	if k := duplicateKeyIn(b, ""); k != "" {
+		return nil, fmt.Errorf("%s is given twice: give each setting once", k)
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var s Settings
@@ -290,6 +306,55 @@ func ParseSettings(r io.Reader) (*Settings, error) {
 		return nil, errors.New("data after the configuration object")
 	}
 	return &s, s.Validate()
+}
+
+// duplicateKeyIn finds a member that an object of the JSON text names twice, at any depth ("" for none; bad JSON
+// is left for the decoder to report). Settings fields are matched case-insensitively by encoding/json, so
+// "writes" and "Writes" count as the same member outside the maps of names.
+func duplicateKeyIn(b []byte, at string) string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return ""
+	}
+	switch tok {
+	case json.Delim('{'):
+		fold := at != "principals" && at != "merge_keys" && at != "database_classes"
+		seen := map[string]bool{}
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return ""
+			}
+			k, _ := t.(string)
+			key := k
+			if fold {
+				key = strings.ToLower(k)
+			}
+			if seen[key] {
+				return fmt.Sprintf("%q", k)
+			}
+			seen[key] = true
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				return ""
+			}
+			if d := duplicateKeyIn(v, strings.ToLower(k)); d != "" {
+				return d
+			}
+		}
+	case json.Delim('['):
+		for dec.More() {
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				return ""
+			}
+			if d := duplicateKeyIn(v, ""); d != "" {
+				return d
+			}
+		}
+	}
+	return ""
 }
 
 func lineCol(b []byte, off int64) (int, int) {
@@ -328,10 +393,10 @@ func (s *Settings) Validate() error {
 		if err := p.Policy.validate(); err != nil {
 			return fmt.Errorf("%s: %w", who, err)
 		}
-		if err := p.Scopes.Databases.validate("databases"); err != nil {
+		if err := p.Scopes.Databases.validate("databases", snapshots.ValidDatabaseName); err != nil {
 			return fmt.Errorf("%s: %w", who, err)
 		}
-		if err := p.Scopes.Resources.validate("resources"); err != nil {
+		if err := p.Scopes.Resources.validate("resources", snapshots.ValidResourceName); err != nil {
 			return fmt.Errorf("%s: %w", who, err)
 		}
 		if r := p.RateLimit; r != nil {
@@ -445,10 +510,11 @@ func (s *Settings) For(principal string) Principal {
 
 // RateLimitFor is the rate limit of a principal.
 func (s *Settings) RateLimitFor(principal string) RateLimit {
-	if p, ok := s.Principals[principal]; ok && p.RateLimit != nil {
-		return *p.RateLimit
-	}
-	if s.Default.RateLimit != nil {
+	if p, ok := s.Principals[principal]; ok {
+		if p.RateLimit != nil {
+			return *p.RateLimit
+		}
+	} else if s.Default.RateLimit != nil {
 		return *s.Default.RateLimit
 	}
 	if s.RateLimit != nil {
@@ -474,7 +540,7 @@ func validClasses(cs map[string][]string) error {
 		if len(patterns) == 0 {
 			return fmt.Errorf("database_classes: class %q has no database pattern; list its databases (`*` for any run of characters)", name)
 		}
-		if err := (Names{Allow: patterns}).validate("database_classes " + name); err != nil {
+		if err := (Names{Allow: patterns}).validate("database_classes "+name, snapshots.ValidDatabaseName); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,65 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+)
+
+// A named principal whose entry gives no rate_limit gets the top-level rate_limit ("every principal's rate limit
+// unless its own settings give one"); "default" applies only to principals the map does not name.
+func TestRateLimitDefaultNotForNamed(t *testing.T) {
+	s, err := ParseSettings(strings.NewReader(`{
+		"rate_limit": {"calls_per_second": 5, "burst": 5},
+		"default": {"rate_limit": {"calls_per_second": 1000, "burst": 1000}},
+		"principals": {"alice": {"review": true}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.RateLimitFor("alice"); got != (RateLimit{PerSecond: 5, Burst: 5}) {
+		t.Errorf("alice (named, no rate_limit of her own) gets %+v, want the top-level {5 5}; default's policy and scopes do not apply to her, but its rate limit does", got)
+	}
+}
+
+// A configuration that names the same key twice is ambiguous: the last silently wins, here dropping bob's scope.
+func TestDuplicateKeysRefused(t *testing.T) {
+	for _, cfg := range []string{
+		`{"principals": {"bob": {"scopes": {"databases": {"allow": ["public"]}}}, "bob": {"review": true}}}`,
+		`{"writes": "off", "writes": "on"}`,
+		`{"writes": "off", "Writes": "on"}`,
+	} {
+		s, err := ParseSettings(strings.NewReader(cfg))
+		if err == nil {
+			t.Errorf("%s: accepted (writes %q, bob's scope %+v, default scope %+v); want a duplicate-key error", cfg, s.Writes, s.For("bob").Scope, s.For("x").Scope)
+		}
+	}
+}
+
+// Database names are lower-case only (snapshots.ValidDatabaseName): a database pattern with an upper-case letter
+// can match no database, so a deny of "Payroll" silently hides nothing.
+func TestDatabasePatternThatMatchesNothing(t *testing.T) {
+	s, err := ParseSettings(strings.NewReader(`{"default": {"scopes": {"databases": {"deny": ["Payroll"]}}}}`))
+	if err == nil {
+		t.Errorf("accepted; payroll permitted: %v (the deny pattern can never match a database name)", s.For("x").Scope.Databases.Permits("payroll"))
+	}
+}
+
+// TestScopePatternsThatCanMatch: the patterns that can match a name are still accepted.
+func TestScopePatternsThatCanMatch(t *testing.T) {
+	for _, cfg := range []string{
+		`{"default": {"scopes": {"databases": {"deny": ["secret-*", "*", "*-tmp", "a*b*c"]}}}}`,
+		`{"default": {"scopes": {"resources": {"deny": ["Secrets*", "*.bak", "config"]}}}}`,
+		`{"database_classes": {"tenants": ["tenant-*"]}}`,
+	} {
+		if _, err := ParseSettings(strings.NewReader(cfg)); err != nil {
+			t.Errorf("%s: %v", cfg, err)
+		}
+	}
+	for _, cfg := range []string{
+		`{"default": {"scopes": {"resources": {"allow": ["-x*"]}}}}`,
+		`{"database_classes": {"tenants": ["Tenant-*"]}}`,
+	} {
+		if _, err := ParseSettings(strings.NewReader(cfg)); err == nil || !strings.Contains(err.Error(), "can match no name") {
+			t.Errorf("%s: %v, want it refused", cfg, err)
+		}
+	}
+}
