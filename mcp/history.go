@@ -68,7 +68,7 @@ func history(ctx context.Context, c *call) (string, any, error) {
 	}
 	revs := make([]revisionJSON, len(p.Revisions))
 	for i, r := range p.Revisions {
-		revs[i] = revisionOf(r, maxMessage)
+		revs[i] = revisionOf(r, min(maxMessage, c.s.budget()/4), c.s.budget()/4)
 	}
 	out := historyOut{Database: c.a.str("database"), Branch: branch, Resource: res}
 	if res != "" {
@@ -116,7 +116,10 @@ func showRevision(ctx context.Context, c *call) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	r := revisionOf(d.Rev, 0)
+	r := revisionOf(d.Rev, 0, c.s.budget()/4)
+	if len(r.Message) > c.s.budget()/4 {
+		r.Message = clipText(r.Message, c.s.budget()/4)
+	}
 	out := showRevisionOut{Database: c.a.str("database"), revisionJSON: r, NewNodes: d.Rev.NewNodes, NewBytes: d.Rev.NewBytes}
 	head, _, _ := marshalData(out)
 	ops := d.Diff.Operations
@@ -126,9 +129,6 @@ func showRevision(ctx context.Context, c *call) (string, any, error) {
 	}
 	shown, cut, _ := fitOps(ops, c.s.budget()-len(head))
 	out.Changes = changes{Counts: d.Diff.Counts, CountsComplete: !d.Diff.Truncated, Operations: shown, More: more || cut}
-	if len(out.Message) > c.s.budget()/2 {
-		out.Message = clipText(out.Message, c.s.budget()/2)
-	}
 	return fmt.Sprintf("revision %d on %s: %d added, %d removed, %d replaced, %d moved%s.", r.Revision, r.Branch,
 		d.Diff.Counts.Added, d.Diff.Counts.Removed, d.Diff.Counts.Replaced, d.Diff.Counts.Moved, countsNote(!d.Diff.Truncated)), out, nil
 }
@@ -311,7 +311,7 @@ func pathHistory(ctx context.Context, c *call) (string, any, error) {
 	}
 	all := make([]pathChangeJSON, len(chs))
 	for i, ch := range chs {
-		all[i].revisionJSON = revisionOf(ch.Rev, maxMessage)
+		all[i].revisionJSON = revisionOf(ch.Rev, min(maxMessage, budget/8), budget/8)
 		if all[i].Before, err = value(ch.Before); err != nil {
 			return "", nil, err
 		}

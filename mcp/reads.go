@@ -28,6 +28,9 @@ var (
 	oTruncated  = prop{"truncated", boolS("true when something was left out (elided with {\"$elided\": …} markers, or cut at the output cap)")}
 )
 
+// oResourcesMore is how many resources a list of changed resources left out to fit the answer.
+var oResourcesMore = prop{"resources_more", intS("present when resources was cut to fit the answer: how many more resources it changed (show_revision lists what changed)")}
+
 // revisionSchema describes a revision record.
 func revisionSchema(desc string, extra ...prop) schema {
 	props := append([]prop{
@@ -40,6 +43,7 @@ func revisionSchema(desc string, extra ...prop) schema {
 		{"tool", strS("the tool or command that made it")},
 		{"message", strS("the message recorded with it")},
 		{"resources", strArrS("the resources it changed", "a resource name")},
+		oResourcesMore,
 	}, extra...)
 	return closedObject(desc, []string{"revision", "branch", "time", "author", "tool", "message", "resources"}, props...)
 }
@@ -55,24 +59,41 @@ type revisionJSON struct {
 	Tool      string    `json:"tool"`
 	Message   string    `json:"message"`
 	Resources []string  `json:"resources"`
+	// ResourcesMore is how many more resources it changed than Resources lists (cut to fit the answer).
+	ResourcesMore int `json:"resources_more,omitempty"`
 }
 
 // maxMessage clips revision messages and notes in listings; show_revision shows them whole.
 const maxMessage = 2000
 
-func revisionOf(r store.RevisionRecord, clipAt int) revisionJSON {
+// revisionOf is a revision as the tools show it: its message clipped at clipAt bytes (0: whole), its resources at
+// namesBudget characters of JSON. A revision may change thousands of resources; its record must still fit an answer
+// (found in review: a revert of 30 long-named resources under a small cap committed and answered LIMIT_EXCEEDED, and
+// history could never page past it).
+func revisionOf(r store.RevisionRecord, clipAt, namesBudget int) revisionJSON {
 	j := revisionJSON{Revision: r.Number, Branch: r.Branch, Time: r.Time, Author: r.Author, Tool: r.Tool,
-		Message: clipText(r.Message, clipAt), Resources: r.Resources}
+		Message: clipText(r.Message, clipAt)}
+	j.Resources, j.ResourcesMore = clipNames(r.Resources, namesBudget)
 	if len(r.Parents) > 0 {
 		j.Parent = r.Parents[0]
 	}
 	if len(r.Parents) > 1 {
 		j.Merged = r.Parents[1]
 	}
-	if j.Resources == nil {
-		j.Resources = []string{}
-	}
 	return j
+}
+
+// clipNames keeps the first names whose JSON fits budget characters; more is how many were left out.
+func clipNames(names []string, budget int) (kept []string, more int) {
+	used := 2
+	for i, n := range names {
+		b, _ := json.Marshal(n)
+		if used+len(b)+1 > budget {
+			return append([]string{}, names[:i]...), len(names) - i
+		}
+		used += len(b) + 1
+	}
+	return append([]string{}, names...), 0
 }
 
 // clipText shortens stored text in a listing.
@@ -181,6 +202,7 @@ func readTools() []*toolSpec {
 				prop{"tool", strS("the tool or command that made it")},
 				prop{"message", strS("the message recorded with it")},
 				prop{"resources", strArrS("the resources it changed", "a resource name")},
+				oResourcesMore,
 				prop{"new_nodes", intS("how many storage nodes it added")},
 				prop{"new_bytes", intS("how many bytes of storage it added")},
 				prop{"changes", diffSchema("what it changed against its parent, as operations from the database root (the first ones)")}),

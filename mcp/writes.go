@@ -31,6 +31,8 @@ type writeOut struct {
 	NewBytes  int64     `json:"new_bytes"`
 	Replayed  bool      `json:"replayed"`
 	Unchanged bool      `json:"unchanged,omitempty"`
+	// ResourcesMore is how many more resources it changed than Resources lists (cut to fit the answer).
+	ResourcesMore int `json:"resources_more,omitempty"`
 }
 
 var writeOutProps = []prop{
@@ -40,6 +42,7 @@ var writeOutProps = []prop{
 	{"parent", intS("the revision it was made on")},
 	{"time", strS("when it was committed (RFC 3339)")},
 	{"resources", strArrS("the resources it changed", "a resource name")},
+	oResourcesMore,
 	{"new_nodes", intS("how many storage nodes it added")},
 	{"new_bytes", intS("how many bytes of storage it added")},
 	{"replayed", boolS("true when an earlier call with the same idempotency_key had already committed it: that call's result, nothing new was written")},
@@ -55,10 +58,12 @@ func writeOutSchema() schema {
 
 func (c *call) writeOut(res *snapshots.Result) writeOut {
 	out := writeOut{Database: c.a.str("database"), Revision: res.Revision, Branch: res.Branch, Parent: res.Parent,
-		Time: res.Time, Resources: res.Resources, NewNodes: res.NewNodes, NewBytes: res.NewBytes, Replayed: res.Replayed,
+		Time: res.Time, NewNodes: res.NewNodes, NewBytes: res.NewBytes, Replayed: res.Replayed,
 		Unchanged: res.Unchanged}
-	if out.Resources == nil {
-		out.Resources = []string{}
+	// A write that committed must answer so, whatever it touched: its list of resources is cut to fit.
+	out.Resources, out.ResourcesMore = clipNames(res.Resources, c.s.budget()/2)
+	if res.Unchanged {
+		out.Parent = 0 // no revision was made: revision is the head, and nothing was made on anything
 	}
 	return out
 }
@@ -117,6 +122,11 @@ func (c *call) answer(ctx context.Context, v *gate.View, ch gate.Change, out *ga
 	case ch.Op == gate.OpPromote:
 		pr := out.Promote
 		po := promoteOut{writeOut: c.writeOut(pr.Result), FastForward: pr.FastForward}
+		what := fmt.Sprintf("promoted %s into %s", ch.Source, branchOr(ch.Branch))
+		if pr.Unchanged {
+			// Nothing was merged now: the head's second parent would be some earlier merge's.
+			return writeSummary(pr.Result, what), po, nil
+		}
 		how := "merged"
 		if pr.FastForward {
 			how = "fast-forward"
@@ -124,7 +134,7 @@ func (c *call) answer(ctx context.Context, v *gate.View, ch gate.Change, out *ga
 		if st, err := v.Resolve(ctx, snapshots.Ref{Revision: pr.Revision}); err == nil && len(st.Rev.Parents) > 1 {
 			po.Merged = st.Rev.Parents[1]
 		}
-		return writeSummary(pr.Result, fmt.Sprintf("promoted %s into %s (%s)", ch.Source, branchOr(ch.Branch), how)), po, nil
+		return writeSummary(pr.Result, fmt.Sprintf("%s (%s)", what, how)), po, nil
 	}
 	return writeSummary(out.Result, ch.Summary()), c.writeOut(out.Result), nil
 }
