@@ -261,8 +261,30 @@ func (v *View) writeErr(ctx context.Context, err error) error {
 
 // Write makes a change under the principal's policy: it commits, is refused, or becomes a plan.
 func (v *View) Write(ctx context.Context, ch Change) (*Outcome, error) {
+	expected := ch.ExpectedHead
+	if v.a.limited() && expected != 0 {
+		// expected_head is the head as the principal sees it: the branch's newest visible revision, which a hidden
+		// one may follow (found in review: the head list_branches showed was always refused, and the refusal named
+		// the hidden revision). The write is pinned to the real head that stands for it.
+		if head, err := v.db.Resolve(ctx, snapshots.Ref{Branch: branchOr(ch.Branch)}); err == nil {
+			vis := v.visibleNumber(ctx, head.Rev.Number, nil)
+			if vis != expected {
+				return nil, &snapshots.ConflictError{Branch: head.Branch, Head: vis, Expected: expected}
+			}
+			ch.ExpectedHead = head.Rev.Number
+		}
+	}
 	out, err := v.write(ctx, ch, nil)
-	return out, v.writeErr(ctx, err)
+	err = v.writeErr(ctx, err)
+	var ce *snapshots.ConflictError
+	if v.a.limited() && errors.As(err, &ce) && ce.Msg == "" && ce.Branch != "" {
+		want := expected
+		if want == 0 {
+			want = v.visibleNumber(ctx, ce.Expected, nil)
+		}
+		return out, &snapshots.ConflictError{Branch: ce.Branch, Head: v.visibleNumber(ctx, ce.Head, nil), Expected: want}
+	}
+	return out, err
 }
 
 func (v *View) write(ctx context.Context, ch Change, ap *applying) (*Outcome, error) {

@@ -31,7 +31,7 @@ func queryTools() []*toolSpec {
 				refParams(""),
 				one(pLimit(1000), pCursor)),
 			output: outputSchema([]string{"database", "revision", "results", "more"},
-				oDatabase, oRevision,
+				oDatabase, oRevision, oBranch,
 				prop{"resource", strS("the resource the program ran on, when one was given")},
 				prop{"results", arrS("the results, in order", anyS("one result: any JSON value, numbers with their exact text"))},
 				oMore, oNextCursor),
@@ -119,6 +119,7 @@ func (c *call) queryParams() (map[string]any, error) {
 type queryOut struct {
 	Database   string            `json:"database"`
 	Revision   uint64            `json:"revision"`
+	Branch     string            `json:"branch,omitempty"`
 	Resource   string            `json:"resource,omitempty"`
 	Results    []json.RawMessage `json:"results"`
 	More       bool              `json:"more"`
@@ -159,6 +160,11 @@ func queryTool(ctx context.Context, c *call) (string, any, error) {
 	}
 	out := queryOut{Database: c.a.str("database"), Revision: res.Revision, Resource: req.Resource,
 		Results: res.Results, More: res.More, NextCursor: res.NextCursor}
+	// Every read names the state it answered, and the branch it read through (found in review: query did not). The
+	// branch is the reference's; the revision is the engine's (pinned by the cursor on later pages).
+	if st, err := v.Resolve(ctx, ref); err == nil {
+		out.Branch = st.Branch
+	}
 	if out.Results == nil {
 		out.Results = []json.RawMessage{}
 	}
