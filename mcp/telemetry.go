@@ -161,7 +161,7 @@ func (s *server) startSpan(ctx context.Context, tracer trace.Tracer, method, tar
 		}
 	}
 	if id, ok := requestID(ctx); ok {
-		attrs = append(attrs, attribute.String("jsonrpc.request.id", id))
+		attrs = append(attrs, attribute.String("jsonrpc.request.id", clipAttr(id)))
 	}
 	switch method {
 	case "tools/call":
@@ -170,9 +170,19 @@ func (s *server) startSpan(ctx context.Context, tracer trace.Tracer, method, tar
 		attrs = append(attrs, attribute.String("gen_ai.prompt.name", target))
 	}
 	if resourceURI != "" {
-		attrs = append(attrs, attribute.String("mcp.resource.uri", resourceURI))
+		attrs = append(attrs, attribute.String("mcp.resource.uri", clipAttr(resourceURI)))
 	}
 	return tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+}
+
+// maxAttr bounds a span attribute taken from the client's request: a span is queued whole until it is exported.
+const maxAttr = 512
+
+func clipAttr(s string) string {
+	if len(s) <= maxAttr {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxAttr], "") + "…"
 }
 
 // endSpan records how a request ended: error.type (tool_error for an isError result, the JSON-RPC code for a
@@ -187,7 +197,7 @@ func endSpan(span trace.Span, res mcpsdk.Result, err error, outcome string, revi
 	case err != nil && errors.As(err, &je):
 		code := fmt.Sprint(je.Code)
 		attrs = append(attrs, attribute.String("error.type", code), attribute.String("rpc.response.status_code", code))
-		span.SetStatus(codes.Error, je.Message)
+		span.SetStatus(codes.Error, clipAttr(je.Message))
 	case err != nil:
 		attrs = append(attrs, attribute.String("error.type", "_OTHER"))
 		span.SetStatus(codes.Error, "")

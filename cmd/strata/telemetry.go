@@ -495,6 +495,10 @@ func tracing(ctx context.Context, getenv func(string) string) (tp trace.TracerPr
 			res = merged
 		}
 	}
-	p := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	// A second bound on what a span may hold (mcp clips what it takes from requests to 512 bytes): a span is queued
+	// whole until exported, and the SDK's default attribute length is unlimited.
+	limits := sdktrace.NewSpanLimits()
+	limits.AttributeValueLengthLimit = 4096
+	p := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(limits))
 	return p, p.Shutdown, nil
 }
