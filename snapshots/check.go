@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/store"
@@ -95,7 +96,6 @@ func (db *DB) Check(ctx context.Context, progress func(done, total uint64)) (*Ch
 			if n > 1 && len(rec.Parents) == 0 {
 				problem("revision %d has no parent", n)
 			}
-			newest[rec.Branch] = max(newest[rec.Branch], n)
 			root, err := revision.ValueFromEncoding(string(rec.Root))
 			if err != nil {
 				problem("revision %d: root: %v", n, err)
@@ -110,14 +110,41 @@ func (db *DB) Check(ctx context.Context, progress func(done, total uint64)) (*Ch
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
+				if errors.Is(err, store.ErrNodeMissing) && db.revisionGone(ctx, n) {
+					// Collected while the check ran (garbage collection deletes a revision's record before its
+					// nodes): garbage, not damage. Found in review.
+					delete(exists, n)
+					continue
+				}
 				problem("revision %d: %v", n, err)
 			}
+			newest[rec.Branch] = max(newest[rec.Branch], n)
 			prev = rec
 			if progress != nil {
 				progress(n, rep.Revisions)
 			}
 		}
 	}
+	// Branches and snapshots deleted while the check ran (their revisions then collected) are not damage: only those
+	// still there as they were read are held to their revisions.
+	var nowBranches []store.BranchRecord
+	var nowLabels []store.LabelRecord
+	if err := db.be.View(ctx, func(c store.CatalogReader) error {
+		var err error
+		if nowBranches, err = c.Branches(); err != nil {
+			return err
+		}
+		nowLabels, err = c.Labels()
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	branches = slices.DeleteFunc(branches, func(b store.BranchRecord) bool {
+		return !slices.ContainsFunc(nowBranches, func(x store.BranchRecord) bool { return x.ID == b.ID && x.Head == b.Head })
+	})
+	labels = slices.DeleteFunc(labels, func(l store.LabelRecord) bool {
+		return !slices.ContainsFunc(nowLabels, func(x store.LabelRecord) bool { return x.Name == l.Name && x.Revision == l.Revision })
+	})
 	for _, b := range branches {
 		switch {
 		case b.Head == 0 || b.Head > rep.Revisions || !exists[b.Head]:
@@ -138,4 +165,15 @@ func (db *DB) Check(ctx context.Context, progress func(done, total uint64)) (*Ch
 		}
 	}
 	return rep, nil
+}
+
+// revisionGone reports whether revision n's record is no longer in the catalog.
+func (db *DB) revisionGone(ctx context.Context, n uint64) bool {
+	gone := false
+	_ = db.be.View(ctx, func(c store.CatalogReader) error {
+		_, err := c.Revision(n)
+		gone = errors.Is(err, store.ErrNotFound)
+		return nil
+	})
+	return gone
 }
