@@ -128,7 +128,7 @@ func Code(err error) string {
 		return CodeLimitExceeded
 	case errors.Is(err, query.ErrUnavailable):
 		return CodeUnavailable
-	case errors.Is(err, snapshots.ErrNotFound), errors.Is(err, revision.ErrNotFound):
+	case errors.Is(err, snapshots.ErrNotFound), errors.Is(err, revision.ErrNotFound), errors.Is(err, store.ErrDropped):
 		return CodeNotFound
 	case errors.Is(err, snapshots.ErrConflict), errors.Is(err, revision.ErrTestFailed):
 		return CodeConflict

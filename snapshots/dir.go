@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/strata-db/strata/internal/nofollow"
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/store"
 )
@@ -69,19 +72,43 @@ func OpenDir(path string, opts *DirOptions) (*Dir, error) {
 	if o.Backend == nil {
 		so := o.Shared
 		o.Backend = func(p string, create bool) (store.Backend, error) {
-			if !create {
-				fi, err := os.Lstat(p)
+			so := so
+			if create {
+				// The name is taken by whoever makes the file: of two processes creating one database at once,
+				// one gets ErrExists (found in review: both said "created", one working in the other's database).
+				f, err := nofollow.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+				if errors.Is(err, fs.ErrExist) {
+					return nil, store.ErrExists
+				}
 				if err != nil {
 					return nil, err
 				}
-				if fi.Mode()&os.ModeSymlink != 0 {
-					return nil, fmt.Errorf("database file %s %w", p, store.ErrSymlink)
+				f.Close()
+				be, err := store.OpenShared(p, &so)
+				if err != nil {
+					os.Remove(p) // still empty: nothing was made
 				}
-				if fi.Size() == 0 {
-					// bbolt would make a new, empty database in it: the history would be silently gone.
-					return nil, fmt.Errorf("%w: %s is empty: the database was truncated (or its creation was interrupted): restore it from a backup, or delete it and create the database again", store.ErrBadFile, p)
+				return be, err
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				return nil, err
+			}
+			if fi.Mode()&os.ModeSymlink != 0 {
+				return nil, fmt.Errorf("database file %s %w", p, store.ErrSymlink)
+			}
+			// A file being created is empty until its creator's bbolt has written its first pages: wait a moment.
+			for wait := 0; fi.Size() == 0 && wait < 100; wait++ {
+				time.Sleep(10 * time.Millisecond)
+				if fi, err = os.Lstat(p); err != nil {
+					return nil, err
 				}
 			}
+			if fi.Size() == 0 {
+				// bbolt would make a new, empty database in it: the history would be silently gone.
+				return nil, fmt.Errorf("%w: %s is empty: the database was truncated (or its creation was interrupted): restore it from a backup, or delete it and create the database again", store.ErrBadFile, p)
+			}
+			so.MustExist = true // a drop between here and the open must not make the name anew
 			return store.OpenShared(p, &so)
 		}
 	}

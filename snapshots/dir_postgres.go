@@ -51,7 +51,11 @@ func (d *Dir) createBackend(ctx context.Context, name string) (store.Backend, er
 		}
 		return nil, taken
 	}
-	return d.opts.Backend(p, true)
+	be, err := d.opts.Backend(p, true)
+	if errors.Is(err, store.ErrExists) {
+		return nil, taken
+	}
+	return be, err
 }
 
 // openBackend opens the storage of an existing database; the error matches os.ErrNotExist or store.ErrNotFound when

@@ -45,6 +45,16 @@ type Shared struct {
 	// checked is when othersWaiting last ran; lingering says a linger timer is pending.
 	checked   time.Time
 	lingering bool
+	// dropped is set once a reopen found the file gone: another process dropped the database.
+	dropped bool
+}
+
+// Dropped reports whether the file was found deleted (the database dropped, by this process or another) when it
+// was to be opened again: a directory then opens the name anew.
+func (s *Shared) Dropped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
 }
 
 // waitCheckEvery bounds how often the holder asks whether other processes wait (two flock calls): a point read
@@ -69,6 +79,8 @@ type SharedOptions struct {
 	Linger time.Duration
 	// MaxHold is how long the file is kept while other processes wait for it (default 100 ms).
 	MaxHold time.Duration
+	// MustExist opens only a file that exists: it is not created (a reopen never creates one either).
+	MustExist bool
 }
 
 // OpenShared opens (creating if needed) and checks the database at path, then releases it until the first call.
@@ -137,7 +149,26 @@ func (s *Shared) open() error {
 	o.SyncFreelist = true
 	o.skipTreeWalk = s.walked
 	o.index = s.index
+	if s.walked || s.opts.MustExist {
+		// The file was there: if it is gone, the database was dropped, and bbolt must not make a new, empty one
+		// under its name (found in review: the next call after a drop elsewhere brought the name back, empty).
+		if _, err := os.Lstat(s.path); errors.Is(err, os.ErrNotExist) {
+			_ = filelock.Unlock(s.wait)
+			return s.droppedLocked()
+		}
+		open := o.openFile
+		if open == nil {
+			open = nofollow.OpenFile
+		}
+		o.openFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			return open(name, flag&^os.O_CREATE, mode)
+		}
+	}
 	b, err := OpenBolt(s.path, &o)
+	if err != nil && (s.walked || s.opts.MustExist) && errors.Is(err, os.ErrNotExist) {
+		_ = filelock.Unlock(s.wait)
+		return s.droppedLocked()
+	}
 	_ = filelock.Unlock(s.wait)
 	if err != nil {
 		return err
@@ -145,6 +176,15 @@ func (s *Shared) open() error {
 	s.b, s.walked, s.openedAt, s.index, s.codec = b, true, time.Now(), b.index, b.codec
 	s.opens++
 	return nil
+}
+
+// droppedLocked marks the file dropped and says so; s.mu is held.
+func (s *Shared) droppedLocked() error {
+	if s.walked {
+		s.dropped = true
+		return fmt.Errorf("%w: its file was deleted (here or by another process); open it again if it was made again", ErrDropped)
+	}
+	return fmt.Errorf("opening %s: %w", s.path, os.ErrNotExist)
 }
 
 // othersWaiting reports whether another process holds the wait lock.

@@ -1,0 +1,80 @@
+package snapshots
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata/store"
+)
+
+// TestDropElsewhereStaysDropped: another process (a second Dir on the same directory) drops a database this one
+// has open (found in review: this process's next call made the file anew, empty, and the name came back). Its
+// calls now fail with ErrDropped, the file stays gone, and opening the name says it does not exist; once the name
+// is made again, this process opens the new database.
+func TestDropElsewhereStaysDropped(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := must(OpenDir(dir, nil))
+	defer a.Close()
+	dbA := must(a.Create(ctx, "shop", "op"))
+	must(dbA.Put(ctx, "doc", []byte(`{"v":1}`), WriteOptions{}))
+	time.Sleep(100 * time.Millisecond) // let a's Shared release the file
+	b := must(OpenDir(dir, nil))
+	defer b.Close()
+	if err := b.Drop(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := dbA.Get(ctx, Ref{}, "doc", nil); !errors.Is(err, store.ErrDropped) {
+		t.Errorf("a read of the dropped database: %v, want ErrDropped", err)
+	}
+	if _, err := dbA.Put(ctx, "doc", []byte(`{"v":2}`), WriteOptions{}); err == nil {
+		t.Error("a write to the dropped database succeeded")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(dir, "shop"+Ext)); err == nil {
+		t.Fatalf("after a drop elsewhere, a call here made shop%s anew (names %v)", Ext, must(b.Names()))
+	}
+	var nf *NotFoundError
+	if _, err := a.Open(ctx, "shop"); !errors.As(err, &nf) {
+		t.Fatalf("opening the dropped name: %v, want NotFoundError", err)
+	}
+	dbB := must(b.Create(ctx, "shop", "op"))
+	must(dbB.Put(ctx, "fresh", []byte(`1`), WriteOptions{}))
+	time.Sleep(100 * time.Millisecond)
+	again := must(a.Open(ctx, "shop"))
+	if _, _, err := again.Get(ctx, Ref{}, "fresh", nil); err != nil {
+		t.Fatalf("the database made again under the name, read here: %v", err)
+	}
+}
+
+// TestConcurrentCreate: two processes create the same database at once: one is told the name is taken (found in
+// review: both said created).
+func TestConcurrentCreate(t *testing.T) {
+	ctx := context.Background()
+	for try := 0; try < 20; try++ {
+		dir := t.TempDir()
+		a := must(OpenDir(dir, nil))
+		b := must(OpenDir(dir, nil))
+		start := make(chan struct{})
+		errs := make(chan error, 2)
+		for _, d := range []*Dir{a, b} {
+			go func(d *Dir) {
+				<-start
+				_, err := d.Create(ctx, "shop", "op")
+				errs <- err
+			}(d)
+		}
+		close(start)
+		e1, e2 := <-errs, <-errs
+		a.Close()
+		b.Close()
+		var ce *ConflictError
+		if (e1 == nil) == (e2 == nil) || !errors.As(errors.Join(e1, e2), &ce) {
+			t.Fatalf("try %d: two creates of one name: %v and %v; want one created and one ConflictError", try, e1, e2)
+		}
+	}
+}
