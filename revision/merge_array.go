@@ -1,7 +1,9 @@
 package revision
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -13,9 +15,9 @@ import (
 //
 //   - a change only one side made is taken: inserts at different places, deletes and edits of different elements;
 //   - the same change on both sides is taken once;
-//   - both sides inserting at the end of the array keep both, ours first, then theirs (by position, a side that
-//     replaced its last elements by more of the same shape, as in "edit the last element and append one", counts
-//     as editing those and appending the rest);
+//   - both sides inserting at the end of the array keep both, ours first, then theirs, and what both appended first
+//     once (by position, a side that replaced its last elements by more of the same shape, as in "edit the last
+//     element and append one", counts as editing those and appending the rest);
 //   - an element both sides edited in place (a one-for-one replacement, or, for keyed elements, the same key) is
 //     merged recursively, so that a member edit inside element 5 merges with a member edit of another member of it
 //     and with a delete of element 1;
@@ -37,6 +39,17 @@ import (
 func (m *merger) array(p Pointer, base, ours, theirs Value) (Value, error) {
 	mark, dups := len(m.settled), m.dups
 	v, err := m.alignedArray(p, base, ours, theirs)
+	if errors.Is(err, errSettleWhole) {
+		m.rollback(mark)
+		m.dups = dups
+		return m.clash(p, "the resolutions given inside this array would lose or repeat an element both sides keep: settle the array as a whole (a resolution at its own path)", base, ours, theirs), nil
+	}
+	if _, whole := m.opts.Resolve[p.String()]; whole && err == nil && len(m.settled) > mark {
+		// A resolution at the array's own path settles every conflict inside it: that side's array.
+		m.rollback(mark)
+		m.dups = dups
+		return m.clash(p, "both sides changed this array in ways that conflict", base, ours, theirs), nil
+	}
 	if err != nil || m.dups == dups {
 		return v, err
 	}
@@ -85,6 +98,8 @@ type arrayMerge struct {
 	bval    map[uint64]string // the base elements read (those in either side's hunks), by base index
 	items   [2][]*mitem
 	keys    *keying // nil: aligned by position
+	// placedOnce: keyed, every key both sides keep is in the merged array once, none twice (byKey's finding).
+	placedOnce bool
 
 	// keyed only: per side, the keys it removed from their base place (dset), the elements it put in a new place
 	// or added (iset), and the elements it edited in place (eset).
@@ -100,6 +115,7 @@ type keying struct {
 }
 
 func (m *merger) alignedArray(p Pointer, base, ours, theirs Value) (Value, error) {
+	start := len(m.settled)
 	var hs [2][]hunk
 	var err error
 	if hs[0], err = m.d.hunks(base, ours); err != nil {
@@ -148,8 +164,25 @@ func (m *merger) alignedArray(p Pointer, base, ours, theirs Value) (Value, error
 		if err := a.byKey(comps); err != nil {
 			return Value{}, err
 		}
+		if !a.placedOnce && settledAll(m.settled[start:]) {
+			return Value{}, errSettleWhole
+		}
 	}
 	return a.apply(ours, comps)
+}
+
+// errSettleWhole: the conflicts of an array, settled as resolved, would lose or repeat an element; the array is
+// then one conflict at its own path.
+var errSettleWhole = errors.New("the array is to be settled as a whole")
+
+// settledAll reports whether every conflict of ss was settled by a resolution (and there was one).
+func settledAll(ss []settled) bool {
+	for _, s := range ss {
+		if s.side == "" {
+			return false
+		}
+	}
+	return len(ss) > 0
 }
 
 // keyFor is the key member for the array at p ("" for none).
@@ -386,19 +419,36 @@ func joinTouching(its []*mitem) []*mitem {
 }
 
 // overlaps reports whether two changes of different sides touch the same base elements or insert at the same
-// place. An insert at the edge of the other side's run does not overlap it: it goes before (or after) it.
+// place. An insert at the edge of the other side's run does not overlap it: it goes before (or after) it — unless
+// the run's new elements begin (or end) with the very elements inserted, which is the same insert made on both
+// sides (found in review: [a,b] to [x,b] and to [x,a,b] merged cleanly to [x,x,b]).
 func overlaps(x, y *mitem) bool {
 	ex, ey := x.lo == x.hi, y.lo == y.hi
 	switch {
 	case !ex && !ey:
 		return x.lo < y.hi && y.lo < x.hi
 	case ex && !ey:
-		return y.lo < x.lo && x.lo < y.hi
+		return y.lo < x.lo && x.lo < y.hi || sameAtEdge(x, y)
 	case !ex && ey:
-		return x.lo < y.lo && y.lo < x.hi
+		return x.lo < y.lo && y.lo < x.hi || sameAtEdge(y, x)
 	default:
 		return x.lo == y.lo
 	}
+}
+
+// sameAtEdge reports whether the insert ins, at an edge of the run r, inserts what r's new elements begin (at its
+// start) or end (at its end) with.
+func sameAtEdge(ins, r *mitem) bool {
+	n := len(ins.ins)
+	switch {
+	case n == 0 || n > len(r.ins):
+		return false
+	case ins.lo == r.lo:
+		return slices.Equal(ins.ins, r.ins[:n])
+	case ins.lo == r.hi:
+		return slices.Equal(ins.ins, r.ins[len(r.ins)-n:])
+	}
+	return false
 }
 
 // components groups the changes of both sides that overlap (transitively), in base order, and adds each detached
@@ -539,7 +589,17 @@ func (a *arrayMerge) outcome(c *mcomp) error {
 			c.merged[i] = occ{o.val, 3}
 		}
 	case c.lo == c.hi && c.lo == a.baseLen:
-		c.merged = append(append([]occ(nil), s0...), s1...)
+		// Both append: ours, then theirs — what both appended first, once (found in review: [0] to [0,1] and to
+		// [0,1,2] gave [0,1,1,2]; the same append on both sides is one change, as when the appends are equal).
+		k := 0
+		for k < len(s0) && k < len(s1) && a.same(s0[k:k+1], s1[k:k+1]) {
+			k++
+		}
+		c.merged = make([]occ, 0, len(s0)+len(s1)-k)
+		for _, o := range s0[:k] {
+			c.merged = append(c.merged, occ{o.val, 3})
+		}
+		c.merged = append(append(c.merged, s0[k:]...), s1[k:]...)
 	default:
 		return a.runConflict(c)
 	}
@@ -658,6 +718,11 @@ func (a *arrayMerge) byKey(comps []*mcomp) error {
 	for _, c := range comps {
 		if c.conflict {
 			conflicted = append(conflicted, c)
+			if c.side == "" {
+				// Unsettled: its run stands for nothing yet (it holds ours' only so that the walk goes on). Counting
+				// its keys made the conflicts reported depend on which side was ours (found in review).
+				continue
+			}
 		}
 		for j, o := range c.merged {
 			k := a.keys.of[o.val]
@@ -729,7 +794,50 @@ func (a *arrayMerge) byKey(comps []*mcomp) error {
 		}
 		a.takeKey(refs, s, v, fixed > 0)
 	}
+	a.placedOnce = a.keysPlacedOnce(comps, at)
 	return nil
+}
+
+// keysPlacedOnce reports whether, as the groups were settled, every key both sides keep is in the merged array
+// once and no key is in it twice. A resolution takes a run whole: it can leave out an element the other side only
+// moved out of it, or hold one the other side moved in as well (found in review: settling the front of
+// [1,2,3] → [3,9,1,2] and [9,1,2,3] by theirs lost 3).
+func (a *arrayMerge) keysPlacedOnce(comps []*mcomp, at map[string][]keyRef) bool {
+	inGroup := func(i uint64) bool {
+		j := sort.Search(len(comps), func(j int) bool { return comps[j].hi > i })
+		return j < len(comps) && comps[j].lo <= i
+	}
+	n := map[string]int{}
+	for k, refs := range at {
+		for _, r := range refs {
+			if r.c.merged[r.j].val != "" {
+				n[k]++
+			}
+		}
+	}
+	for k, i := range a.keys.base {
+		if !inGroup(i) {
+			n[k]++ // kept in place: no group reads over it
+		}
+	}
+	for _, c := range n {
+		if c > 1 {
+			return false
+		}
+	}
+	for k := range a.keys.base {
+		if n[k] == 0 && a.version(0, k).IsValid() && a.version(1, k).IsValid() {
+			return false
+		}
+	}
+	for s := range a.iset {
+		for k := range a.iset[s] {
+			if n[k] == 0 && a.version(0, k).IsValid() && a.version(1, k).IsValid() {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 type keyRef struct {

@@ -512,15 +512,36 @@ func (r *refMerge) array(p string, b, o, t []any) any {
 			}
 		}
 	}
+	// sameEdge: an insert at an edge of the other side's run that inserts what the run begins (or ends) with.
+	sameEdge := func(ins, run refItem) bool {
+		n := len(ins.ins)
+		eq := func(x, y []any) bool {
+			for i := range x {
+				if !same(x[i], y[i]) {
+					return false
+				}
+			}
+			return true
+		}
+		switch {
+		case n == 0 || n > len(run.ins):
+			return false
+		case ins.lo == run.lo:
+			return eq(ins.ins, run.ins[:n])
+		case ins.lo == run.hi:
+			return eq(ins.ins, run.ins[len(run.ins)-n:])
+		}
+		return false
+	}
 	overlap := func(x, y refItem) bool {
 		ex, ey := x.lo == x.hi, y.lo == y.hi
 		switch {
 		case !ex && !ey:
 			return x.lo < y.hi && y.lo < x.hi
 		case ex && !ey:
-			return y.lo < x.lo && x.lo < y.hi
+			return y.lo < x.lo && x.lo < y.hi || sameEdge(x, y)
 		case !ex && ey:
-			return x.lo < y.lo && y.lo < x.hi
+			return x.lo < y.lo && y.lo < x.hi || sameEdge(y, x)
 		}
 		return x.lo == y.lo
 	}
@@ -606,7 +627,11 @@ func (r *refMerge) array(p string, b, o, t []any) any {
 		case sameRun(s0, s1):
 			c.merged = s0
 		case c.lo == c.hi && c.lo == len(b):
-			c.merged = append(append([]any{}, s0...), s1...)
+			k := 0 // what both appended first, once
+			for k < len(s0) && k < len(s1) && sameRun(s0[k:k+1], s1[k:k+1]) {
+				k++
+			}
+			c.merged = append(append([]any{}, s0...), s1[k:]...)
 		default:
 			c.verbatim = true
 			c.merged = []any{r.clash(p+"/"+strconv.Itoa(c.lo), s0, s1)}
