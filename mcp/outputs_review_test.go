@@ -409,3 +409,19 @@ func TestQueryNamesBranch(t *testing.T) {
 		t.Errorf("query through branch w does not name it: %s", r.data)
 	}
 }
+
+// TestBisectRangeErrorsNameArguments: a bad range names the argument at fault (found in review: "from (3) is after
+// to (2)" named neither from_revision nor to_revision).
+func TestBisectRangeErrorsNameArguments(t *testing.T) {
+	h := newHarness(t, Config{Writes: gate.WritesOn, Principal: "agent-1", Protected: []string{}})
+	h.ok("create_database", `{"database":"shop"}`)
+	for i := range 3 {
+		h.ok("put", fmt.Sprintf(`{"database":"shop","resource":"c","value":%d}`, i))
+	}
+	if r := h.call("bisect", `{"database":"shop","resource":"c","predicate":". > 0","from_revision":3,"to_revision":2}`); !r.res.IsError || !strings.Contains(r.summary, "from_revision") || !strings.Contains(r.summary, "to_revision") {
+		t.Errorf("from after to: %s", r.summary)
+	}
+	if r := h.call("bisect", `{"database":"shop","resource":"c","predicate":". > 0","to_revision":99}`); !r.res.IsError || !strings.Contains(r.summary, "to_revision") {
+		t.Errorf("to off the branch: %s", r.summary)
+	}
+}

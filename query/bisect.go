@@ -62,7 +62,7 @@ func (e *Engine) Bisect(ctx context.Context, db *snapshots.DB, req BisectRequest
 		}
 	}
 	if from != 0 && to != 0 && from > to {
-		return nil, fmt.Errorf("%w: from (%d) is after to (%d)", snapshots.ErrInvalidArgument, from, to)
+		return nil, fmt.Errorf("%w: the range's start, revision %d (from_revision, or --from), is after its end, revision %d (to_revision, or --to): swap them", snapshots.ErrInvalidArgument, from, to)
 	}
 	ps, err := e.params(predicate, params)
 	if err != nil {
@@ -87,13 +87,13 @@ func (e *Engine) Bisect(ctx context.Context, db *snapshots.DB, req BisectRequest
 	if from != 0 {
 		lo = slices.IndexFunc(chain, func(r store.RevisionRecord) bool { return r.Number == from })
 		if lo < 0 {
-			return nil, fmt.Errorf("%w: revision %d is not on the first-parent history of branch %s", snapshots.ErrInvalidArgument, from, branchName(branch))
+			return nil, fmt.Errorf("%w: the range's start, revision %d (from_revision, or --from), is not on the first-parent history of branch %s", snapshots.ErrInvalidArgument, from, branchName(branch))
 		}
 	}
 	if to != 0 {
 		i := slices.IndexFunc(chain, func(r store.RevisionRecord) bool { return r.Number == to })
 		if i < 0 {
-			return nil, fmt.Errorf("%w: revision %d is not on the first-parent history of branch %s", snapshots.ErrInvalidArgument, to, branchName(branch))
+			return nil, fmt.Errorf("%w: the range's end, revision %d (to_revision, or --to), is not on the first-parent history of branch %s", snapshots.ErrInvalidArgument, to, branchName(branch))
 		}
 		hi = i + 1
 	}
