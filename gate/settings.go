@@ -132,6 +132,10 @@ func (n Names) empty() bool { return len(n.Allow) == 0 && len(n.Deny) == 0 }
 // ValidResourceName) says whether a name of that kind can be spelt so. A pattern no name can match is refused: a
 // deny of "Payroll" would deny nothing, as database names are lower-case (found in review).
 func (n Names) validate(what string, valid func(string) error) error {
+	if n.Allow != nil && len(n.Allow) == 0 && !strings.HasPrefix(what, "database_classes") {
+		// Left out, allow lets every name through; written empty, it reads as "none" (found in review).
+		return fmt.Errorf("scopes %s: an empty allow list would let every name through, as leaving it out does; leave it out, or to allow none, deny \"*\"", what)
+	}
 	for _, p := range append(slices.Clone(n.Allow), n.Deny...) {
 		if p == "" {
 			return fmt.Errorf("scopes %s: an empty pattern matches nothing; remove it", what)

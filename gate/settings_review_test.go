@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -60,6 +62,46 @@ func TestScopePatternsThatCanMatch(t *testing.T) {
 	} {
 		if _, err := ParseSettings(strings.NewReader(cfg)); err == nil || !strings.Contains(err.Error(), "can match no name") {
 			t.Errorf("%s: %v, want it refused", cfg, err)
+		}
+	}
+}
+
+// TestEmptyAllowRefused: "allow": [] would let every name through (as leaving it out does), which reads as "none".
+func TestEmptyAllowRefused(t *testing.T) {
+	for _, cfg := range []string{
+		`{"default": {"scopes": {"databases": {"allow": []}}}}`,
+		`{"principals": {"bob": {"scopes": {"resources": {"allow": []}}}}}`,
+	} {
+		if _, err := ParseSettings(strings.NewReader(cfg)); err == nil || !strings.Contains(err.Error(), "empty allow list") {
+			t.Errorf("%s: %v", cfg, err)
+		}
+	}
+	if _, err := ParseSettings(strings.NewReader(`{"default": {"scopes": {"databases": {"deny": ["*"]}}}}`)); err != nil {
+		t.Errorf("deny *: %v", err)
+	}
+}
+
+// TestApproveOverridesAdditiveShortcut: under --writes on, a change to a protected branch that only adds commits
+// without a plan — but not when the operator's policy says approve: then only a person's approval applies it (found
+// in review: the shortcut ignored it).
+func TestApproveOverridesAdditiveShortcut(t *testing.T) {
+	ctx := context.Background()
+	g := fixture(t, "")
+	for _, c := range []struct {
+		policy   Policy
+		wantPlan bool
+	}{{Policy{}, false}, {Policy{Protected: Approve}, true}} {
+		a := actor(t, g, Principal{Name: "agent", Mode: WritesOn, Policy: c.policy})
+		v, _ := a.Open(ctx, "shop")
+		out, err := v.Write(ctx, Change{Op: OpInsert, Resource: "orders", Path: "/-", Value: json.RawMessage(`{"id":9}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out.Plan != nil; got != c.wantPlan {
+			t.Errorf("policy %+v: an additive insert on main made a plan: %v, want %v", c.policy, got, c.wantPlan)
+		}
+		if c.wantPlan && out.Plan != nil && !out.Plan.Plan.OutOfBand {
+			t.Errorf("policy %+v: the plan is not out of band", c.policy)
 		}
 	}
 }

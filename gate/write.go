@@ -582,8 +582,9 @@ func (v *View) commitUnderPolicy(ctx context.Context, ch Change, ap *applying, d
 		if err != nil {
 			return nil, nil, err
 		}
-		if class == ClassProtected && v.a.p.Mode == WritesOn && v.a.decide(ClassWrite) == Allow && additive(diff) {
-			// Mode on lets a change to a protected branch through when it only adds: commit exactly what was checked,
+		if class == ClassProtected && v.a.p.Mode == WritesOn && d == Ask && v.a.decide(ClassWrite) == Allow && additive(diff) {
+			// Mode on lets a change to a protected branch through when it only adds (not under approve: the operator
+			// asked for a person's approval, found in review): commit exactly what was checked,
 			// on the head it was checked on. The commit must produce the root checked: a promote's source branch, or
 			// a program that reads the clock, could make it something else.
 			pinned := w
