@@ -14,11 +14,11 @@ import (
 	"github.com/strata-db/strata/snapshots"
 )
 
-// A scoped reviewer (sam: resource secrets hidden) must not see or decide a plan that reaches secrets. planVisible
-// checks only the plan's kept preview and its first 100 removes/overwrites: a revert whose diff first fills the
-// preview with changes to orders and then changes secrets passes the check, and sam approves it.
-func TestScopedReviewerPlanBeyondPreview(t *testing.T) {
-	e := newEnv(t, true, false)
+// bigRevertPlan makes orders large twice over (so that a revert's preview is cut), then, if secretsToo, rotates the
+// secrets, and has bob (an agent, unscoped) plan a revert to the first large orders: it changes every order (and
+// secrets/key back to TOPSECRET). It returns the plan's id.
+func bigRevertPlan(t *testing.T, e *env, secretsToo bool) string {
+	t.Helper()
 	ctx := context.Background()
 	shop, err := e.dir.Open(ctx, "shop")
 	if err != nil {
@@ -40,10 +40,11 @@ func TestScopedReviewerPlanBeyondPreview(t *testing.T) {
 	if _, err := shop.Put(ctx, "orders", big("b"), w); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := shop.Put(ctx, "secrets", []byte(`{"key":"ROTATED"}`), w); err != nil {
-		t.Fatal(err)
+	if secretsToo {
+		if _, err := shop.Put(ctx, "secrets", []byte(`{"key":"ROTATED"}`), w); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// bob (an agent, unscoped) plans a revert to r3: it changes every order, and secrets/key back to TOPSECRET.
 	bob, _ := e.gate.As(e.settings.For("bob"))
 	bctx, call := bob.Call(ctx, gate.CallInfo{Transport: audit.TransportHTTP, Tool: "revert", Database: "shop"})
 	v, _ := bob.Open(bctx, "shop")
@@ -52,7 +53,15 @@ func TestScopedReviewerPlanBeyondPreview(t *testing.T) {
 	if err != nil || out.Plan == nil {
 		t.Fatalf("revert by bob: %+v %v, want a plan", out, err)
 	}
-	id := out.Plan.Plan.ID
+	return out.Plan.Plan.ID
+}
+
+// A scoped reviewer (sam: resource secrets hidden) must not see or decide a plan that reaches secrets (found in
+// review: planVisible checked only the plan's kept preview and its first 100 removes/overwrites, so a revert whose
+// diff first fills the preview with changes to orders and then changes secrets passed, and sam approved it).
+func TestScopedReviewerPlanBeyondPreview(t *testing.T) {
+	e := newEnv(t, true, false)
+	id := bigRevertPlan(t, e, true)
 	if p := e.planState(id); p.PreviewComplete {
 		t.Fatalf("setup: the plan's preview is complete (%d ops)", len(p.Preview))
 	}
@@ -67,6 +76,21 @@ func TestScopedReviewerPlanBeyondPreview(t *testing.T) {
 	}
 }
 
+// The same kind of plan, cut preview and all, that writes only what sam may see is shown to him: the plan names
+// every resource it writes.
+func TestScopedReviewerSeesLargePlanInScope(t *testing.T) {
+	e := newEnv(t, true, false)
+	id := bigRevertPlan(t, e, false)
+	if p := e.planState(id); p.PreviewComplete || strings.Join(p.Resources, ",") != "orders" {
+		t.Fatalf("setup: preview complete %v, resources %v", p.PreviewComplete, p.Resources)
+	}
+	sam := e.browser()
+	sam.signIn(samToken)
+	if p := sam.get("/ui/plans/shop/" + id); p.status != http.StatusOK {
+		t.Errorf("sam cannot see a plan that writes only orders: %d", p.status)
+	}
+}
+
 // A signed-in principal opening /ui/db/%FF gets an audit record with invalid UTF-8 in its database, after which
 // the (untampered) log no longer verifies.
 func TestInvalidUTF8PathKeepsAuditLogValid(t *testing.T) {
@@ -77,49 +101,5 @@ func TestInvalidUTF8PathKeepsAuditLogValid(t *testing.T) {
 	b.get("/ui/")
 	if sum, err := audit.VerifyLog(e.log.Path(), nil); err != nil {
 		t.Fatalf("VerifyLog after an agent opened /ui/db/%%FF: %+v, %v", sum, err)
-	}
-}
-
-// The same kind of plan, cut preview and all, that writes only what sam may see is shown to him: the plan names
-// every resource it writes.
-func TestScopedReviewerSeesLargePlanInScope(t *testing.T) {
-	e := newEnv(t, true, false)
-	ctx := context.Background()
-	shop, err := e.dir.Open(ctx, "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	big := func(c string) []byte {
-		m := map[string]string{}
-		for i := range 1000 {
-			m[fmt.Sprintf("k%04d", i)] = strings.Repeat(c, 200)
-		}
-		b, _ := json.Marshal(m)
-		return b
-	}
-	w := snapshots.WriteOptions{Author: "admin", Message: "m"}
-	r3, err := shop.Put(ctx, "orders", big("a"), w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := shop.Put(ctx, "orders", big("b"), w); err != nil {
-		t.Fatal(err)
-	}
-	bob, _ := e.gate.As(e.settings.For("bob"))
-	bctx, call := bob.Call(ctx, gate.CallInfo{Transport: audit.TransportHTTP, Tool: "revert", Database: "shop"})
-	v, _ := bob.Open(bctx, "shop")
-	out, err := v.Write(bctx, gate.Change{Op: gate.OpRevert, Target: &snapshots.Ref{Revision: r3.Revision}, Tool: "revert"})
-	call.End(audit.OutcomeOK)
-	if err != nil || out.Plan == nil {
-		t.Fatalf("revert by bob: %+v %v, want a plan", out, err)
-	}
-	id := out.Plan.Plan.ID
-	if p := e.planState(id); p.PreviewComplete || strings.Join(p.Resources, ",") != "orders" {
-		t.Fatalf("setup: preview complete %v, resources %v", p.PreviewComplete, p.Resources)
-	}
-	sam := e.browser()
-	sam.signIn(samToken)
-	if p := sam.get("/ui/plans/shop/" + id); p.status != http.StatusOK {
-		t.Errorf("sam cannot see a plan that writes only orders: %d", p.status)
 	}
 }
