@@ -56,13 +56,7 @@ func TestCrashedRotationThenLaterRotation(t *testing.T) {
 	if r, err := l.Append(sample("bob", 0)); err != nil || r.Seq != 7 {
 		t.Fatalf("append: %+v, %v", r, err)
 	}
-	n := 0
-	if err := ReadLog(path, Filter{}, func(Record) error { n++; return nil }); err != nil || n != 7 {
-		t.Errorf("ReadLog: %d records, %v; want 7", n, err)
-	}
-	if sum, err := VerifyLog(path, nil); err != nil || sum.Records != 7 {
-		t.Fatalf("VerifyLog of an untampered log = %+v, %v; want 7 records", sum, err)
-	}
+	readsAndVerifies(t, path, 7)
 }
 
 // In the state a rotation cut short by a crash leaves (the current file also under its rotated name), ReadLog and
@@ -78,13 +72,7 @@ func TestReadNewestDuplicatesAfterCrashedRotation(t *testing.T) {
 	if err := os.Link(path, RotatedName(path, 1, 5)); err != nil {
 		t.Fatal(err)
 	}
-	var seqs []uint64
-	if _, err := l.ReadNewest(context.Background(), Filter{}, 0, 0, func(r Record) error {
-		seqs = append(seqs, r.Seq)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	seqs := newestSeqs(t, l)
 	if len(seqs) != 5 {
 		t.Fatalf("ReadNewest: seqs %v; want 5 4 3 2 1", seqs)
 	}
@@ -112,13 +100,7 @@ func TestOneFileUnderTwoRotatedNames(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	if err := ReadLog(path, Filter{}, func(Record) error { n++; return nil }); err != nil || n != 6 {
-		t.Errorf("ReadLog: %d records, %v; want 6", n, err)
-	}
-	if sum, err := VerifyLog(path, nil); err != nil || sum.Records != 6 {
-		t.Fatalf("VerifyLog = %+v, %v; want 6 records", sum, err)
-	}
+	readsAndVerifies(t, path, 6)
 }
 
 // ReadNewest (the review page's audit view) reads such a file once too.
@@ -135,6 +117,27 @@ func TestReadNewestOneFileUnderTwoRotatedNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	seqs := newestSeqs(t, l)
+	if len(seqs) != 3 {
+		t.Fatalf("ReadNewest: seqs %v; want 3 2 1", seqs)
+	}
+}
+
+// readsAndVerifies checks that the log at path reads as n records, and verifies.
+func readsAndVerifies(t *testing.T, path string, n int) {
+	t.Helper()
+	got := 0
+	if err := ReadLog(path, Filter{}, func(Record) error { got++; return nil }); err != nil || got != n {
+		t.Errorf("ReadLog: %d records, %v; want %d", got, err, n)
+	}
+	if sum, err := VerifyLog(path, nil); err != nil || sum.Records != n {
+		t.Fatalf("VerifyLog of an untampered log = %+v, %v; want %d records", sum, err, n)
+	}
+}
+
+// newestSeqs is what ReadNewest (the review page's audit view) lists, newest first.
+func newestSeqs(t *testing.T, l *Log) []uint64 {
+	t.Helper()
 	var seqs []uint64
 	if _, err := l.ReadNewest(context.Background(), Filter{}, 0, 0, func(r Record) error {
 		seqs = append(seqs, r.Seq)
@@ -142,7 +145,5 @@ func TestReadNewestOneFileUnderTwoRotatedNames(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(seqs) != 3 {
-		t.Fatalf("ReadNewest: seqs %v; want 3 2 1", seqs)
-	}
+	return seqs
 }
