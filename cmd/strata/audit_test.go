@@ -187,7 +187,7 @@ func TestAuditVerify(t *testing.T) {
 
 func TestAuditNoLog(t *testing.T) {
 	s := newSession(t, false, nil)
-	want := "no audit log yet in " + s.data + ": it is written by strata mcp and strata serve\n"
+	want := "no audit log yet in " + s.data + ": it is written by every command that changes a database, strata mcp and strata serve\n"
 	for _, args := range [][]string{{"audit"}, {"audit", "--verify"}, {"audit", "--since", "1h"}} {
 		out, errOut, code := s.run("", args...)
 		if code != exitOK || out != want || errOut != "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/strata-db/strata/gate"
 	"github.com/strata-db/strata/snapshots"
+	"github.com/strata-db/strata/store"
 )
 
 type dbDropOptions struct {
@@ -42,9 +44,12 @@ func dropDB(ctx context.Context, w io.Writer, g *globalOptions, o *dbDropOptions
 	}
 	return g.asOperator(ctx, false, "db drop", []string{name}, func(ctx context.Context, a *gate.Actor) error {
 		info, err := a.DatabaseInfo(ctx, name)
-		if err != nil {
+		damaged := errors.Is(err, store.ErrBadFile) || errors.Is(err, store.ErrFormat) || errors.Is(err, store.ErrCorruptNode)
+		if err != nil && !damaged {
 			return err
 		}
+		// A damaged file is dropped all the same: that is what its error tells the user to do (found in review:
+		// drop refused the one database it is most needed for).
 		if err := a.DropDatabase(ctx, name); err != nil {
 			return err
 		}
@@ -52,7 +57,12 @@ func dropDB(ctx context.Context, w io.Writer, g *globalOptions, o *dbDropOptions
 			return writeJSON(w, struct {
 				Dropped   string `json:"dropped"`
 				Revisions uint64 `json:"revisions"`
-			}{name, info.Revisions})
+				Damaged   bool   `json:"damaged,omitempty"`
+			}{name, info.Revisions, damaged})
+		}
+		if damaged {
+			_, err = fmt.Fprintf(w, "dropped database %s (its file was damaged: its revisions could not be counted)\n", name)
+			return err
 		}
 		_, err = fmt.Fprintf(w, "dropped database %s (%d revisions)\n", name, info.Revisions)
 		return err

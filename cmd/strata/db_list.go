@@ -35,8 +35,15 @@ func newDBListCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
+// listedDB is a database as db list shows it: its summary, or why it could not be read.
+type listedDB struct {
+	snapshots.DatabaseInfo
+	Error string `json:"error,omitempty"`
+}
+
 func listDBs(ctx context.Context, w io.Writer, g *globalOptions, o *dbListOptions) (err error) {
-	infos := []snapshots.DatabaseInfo{}
+	infos := []listedDB{}
+	var failed []string
 	if _, serr := os.Stat(g.dataDir); serr == nil || store.LooksLikeURL(g.dataDir) {
 		err := g.withDir(false, func(dir *snapshots.Dir) error {
 			names, err := dir.Names()
@@ -45,10 +52,18 @@ func listDBs(ctx context.Context, w io.Writer, g *globalOptions, o *dbListOption
 			}
 			for _, n := range names {
 				info, err := dir.Info(ctx, n)
-				if err != nil {
-					return fmt.Errorf("database %s: %w", n, err)
+				var nf *snapshots.NotFoundError
+				switch {
+				case errors.As(err, &nf) && nf.What == "database":
+					continue // dropped (by another process) since it was listed
+				case err != nil:
+					// One database that cannot be read does not hide the others (found in review: a damaged file
+					// made db list show nothing); the command fails at the end.
+					infos = append(infos, listedDB{DatabaseInfo: snapshots.DatabaseInfo{Name: n, Heads: map[string]uint64{}}, Error: err.Error()})
+					failed = append(failed, n)
+					continue
 				}
-				infos = append(infos, info)
+				infos = append(infos, listedDB{DatabaseInfo: info})
 			}
 			return nil
 		})
@@ -58,10 +73,15 @@ func listDBs(ctx context.Context, w io.Writer, g *globalOptions, o *dbListOption
 	} else if !errors.Is(serr, fs.ErrNotExist) {
 		return serr
 	}
+	defer func() {
+		if err == nil && len(failed) > 0 {
+			err = fmt.Errorf("%d database(s) could not be read: %s (each one's error is listed with it)", len(failed), strings.Join(failed, ", "))
+		}
+	}()
 	if o.json {
 		return writeJSON(w, struct {
-			Data      string                   `json:"data"`
-			Databases []snapshots.DatabaseInfo `json:"databases"`
+			Data      string     `json:"data"`
+			Databases []listedDB `json:"databases"`
 		}{locationText(g.dataDir), infos})
 	}
 	if len(infos) == 0 {
@@ -71,6 +91,10 @@ func listDBs(ctx context.Context, w io.Writer, g *globalOptions, o *dbListOption
 	tw := table(w)
 	fmt.Fprintln(tw, "NAME\tREVISIONS\tBRANCHES\tSIZE")
 	for _, info := range infos {
+		if info.Error != "" {
+			fmt.Fprintf(tw, "%s\t?\t?\t%s\n", info.Name, oneLine(info.Error))
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", info.Name, info.Revisions, heads(info.Heads), byteSize(info.FileBytes))
 	}
 	return tw.Flush()

@@ -15,6 +15,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/strata-db/strata/gate"
 	strataMCP "github.com/strata-db/strata/mcp"
 	"github.com/strata-db/strata/query"
 	"github.com/strata-db/strata/snapshots"
@@ -111,18 +112,29 @@ func runDemo(ctx context.Context, w io.Writer, g *globalOptions, o *demoOptions)
 			err = cerr
 		}
 	}()
-	setup, err := prepareDemoDB(ctx, dir)
+	// The operator's part — dropping an earlier demo database, creating it anew, importing the catalogue — is one
+	// call of the audit log, as every command that writes is; and the log is opened before anything is written, so
+	// that a log that cannot be written (a keyed chain without its key) stops the demo first (both found in review).
+	var setup []string
+	var imp *snapshots.Result
+	err = g.operatorCall(ctx, dir, "demo", demoDB, nil, func(ctx context.Context, _ *gate.Actor) error {
+		var err error
+		if setup, err = prepareDemoDB(ctx, dir); err != nil {
+			return err
+		}
+		db, err := dir.Open(ctx, demoDB)
+		if err != nil {
+			return err
+		}
+		imp, err = db.Put(ctx, demoResource, catalogueJSON, snapshots.WriteOptions{Author: demoCreator, Tool: "cli demo",
+			Message: "the operator imports the demo catalogue"})
+		if err != nil {
+			return fmt.Errorf("demo: importing the catalogue: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	db, err := dir.Open(ctx, demoDB)
-	if err != nil {
-		return err
-	}
-	imp, err := db.Put(ctx, demoResource, catalogueJSON, snapshots.WriteOptions{Author: demoCreator, Tool: "cli demo",
-		Message: "the operator imports the demo catalogue"})
-	if err != nil {
-		return fmt.Errorf("demo: importing the catalogue: %w", err)
 	}
 	setup = append(setup,
 		fmt.Sprintf("The operator imports the catalogue of an outdoor-gear shop as resource %q (%s of JSON): revision %d on main.",

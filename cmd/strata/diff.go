@@ -61,6 +61,10 @@ type diffResult struct {
 	Resource     string `json:"resource,omitempty"`
 	Path         string `json:"path,omitempty"`
 	*revision.DiffResult
+	// More and CountsComplete are the MCP diff's names for what truncated says (found in review: --json used
+	// only truncated, which the MCP tool gives another meaning).
+	More           bool `json:"more"`
+	CountsComplete bool `json:"counts_complete"`
 }
 
 func diff(ctx context.Context, w io.Writer, g *globalOptions, o *diffOptions, dbName, fromArg, toArg string) error {
@@ -98,7 +102,7 @@ func diff(ctx context.Context, w io.Writer, g *globalOptions, o *diffOptions, db
 			return err
 		}
 		if o.json {
-			return writeJSON(w, diffResult{a.Rev.Number, b.Rev.Number, resource, ptr.String(), d})
+			return writeJSON(w, diffResult{a.Rev.Number, b.Rev.Number, resource, ptr.String(), d, d.Truncated, !d.Truncated})
 		}
 		p := g.painter(w)
 		head := fmt.Sprintf("%s → %s", refText(fromArg, a.Rev.Number), refText(toArg, b.Rev.Number))

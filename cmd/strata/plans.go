@@ -108,14 +108,18 @@ type planJSON struct {
 	Created    time.Time         `json:"created"`
 	Expires    time.Time         `json:"expires_at"`
 	DecidedBy  string            `json:"decided_by,omitempty"`
+	Decided    time.Time         `json:"decided,omitzero"`
 	Reason     string            `json:"reason,omitempty"`
 	Revision   uint64            `json:"revision,omitempty"`
+	// PreviewComplete: preview holds every operation (the text says "more operations than shown" otherwise).
+	PreviewComplete bool `json:"preview_complete"`
 }
 
 func planOf(p snapshots.Plan, now time.Time, withPreview bool) planJSON {
 	j := planJSON{ID: p.ID, State: p.StateAt(now), Principal: p.Principal, Tool: p.Op, Branch: p.Branch, Target: p.Target,
 		Base: p.Base, Summary: p.Summary, Counts: p.Counts, Removes: nonNilStrings(p.Removes), Overwrites: nonNilStrings(p.Overwrites),
-		Created: p.Created, Expires: p.Expires, DecidedBy: p.DecidedBy, Reason: p.Reason, Revision: p.Revision}
+		Created: p.Created, Expires: p.Expires, DecidedBy: p.DecidedBy, Decided: p.Decided, Reason: p.Reason, Revision: p.Revision,
+		PreviewComplete: p.PreviewComplete}
 	if withPreview {
 		j.Preview = p.Preview
 	}

@@ -80,6 +80,7 @@ func newEngine() (*query.Engine, error) { return query.New(query.Options{}) }
 // queryJSON is what `query --json` prints.
 type queryJSON struct {
 	Revision uint64            `json:"revision"`
+	Branch   string            `json:"branch,omitempty"` // the branch read through, when one was (as get --json and MCP say)
 	Results  []json.RawMessage `json:"results"`
 	More     bool              `json:"more"`
 }
@@ -104,6 +105,9 @@ func runQuery(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *que
 	pretty := !o.json && g.env.terminal(w)
 	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
 		out := queryJSON{Results: []json.RawMessage{}}
+		if st, err := db.Resolve(ctx, ref); err == nil {
+			out.Branch = st.Branch
+		}
 		req := query.Request{Resource: resource, Program: program, Params: ps, Caller: "cli"}
 		printed := 0
 		for {
