@@ -13,7 +13,39 @@ import (
 const (
 	gcBucket   = "gc"
 	gcEpochKey = "epoch" // bumped by every sweep batch; commits planned before a batch start over
+	// droppedBucket records each branch and snapshot deleted, and the revision it named, so that the grace window
+	// counts from when a revision stopped being named, not from when it was made: a reader that opened a branch an
+	// hour old keeps its tree for the grace window after the branch is deleted (found in review: it lost it at once).
+	// Key: the deletion time (big-endian nanoseconds, hex) NUL kind NUL name; value: the revision number.
+	droppedBucket = "gc-dropped"
 )
+
+// recordDropped notes, in the deleting transaction, that a branch or snapshot naming rev was deleted at now.
+func recordDropped(tx store.CatalogTx, now time.Time, kind, name string, rev uint64) error {
+	key := fmt.Sprintf("%016x\x00%s\x00%s", uint64(now.UnixNano()), kind, name)
+	return tx.Put(droppedBucket, key, []byte(strconv.FormatUint(rev, 10)))
+}
+
+// droppedSince lists the revisions named by branches and snapshots deleted after cutoff, and the keys of the
+// records of those deleted at or before it (expired).
+func droppedSince(c store.CatalogReader, cutoff time.Time) (revs []uint64, expired []string, err error) {
+	err = c.Scan(droppedBucket, func(k string, v []byte) bool {
+		var ns uint64
+		if _, err := fmt.Sscanf(k[:min(16, len(k))], "%x", &ns); err != nil {
+			expired = append(expired, k) // not a record of ours: drop it
+			return true
+		}
+		if !time.Unix(0, int64(ns)).After(cutoff) {
+			expired = append(expired, k)
+			return true
+		}
+		if n, err := strconv.ParseUint(string(v), 10, 64); err == nil {
+			revs = append(revs, n)
+		}
+		return true
+	})
+	return revs, expired, err
+}
 
 // GCOptions tunes garbage collection. The zero value gives the defaults.
 type GCOptions struct {
@@ -21,6 +53,8 @@ type GCOptions struct {
 	// on its way to it, and an idempotent retry may still come. It also keeps the nodes of every import in progress
 	// whose lease was renewed within this long (a live import renews it at least every 10 s); an older lease is
 	// ended and its nodes collected.
+	// A revision stops being "made within" the window only once the grace has passed since the last branch or
+	// snapshot naming it was deleted, so that a reader of a deleted branch keeps its tree that long.
 	Grace time.Duration
 	// Batch is how many nodes one sweep transaction deletes (default 1,000), so that commits are never held up long.
 	Batch int
@@ -91,6 +125,15 @@ func (db *DB) GC(ctx context.Context, opts *GCOptions) (*GCReport, error) {
 		last, err := tx.LastRevision()
 		if err != nil {
 			return nil, err
+		}
+		if _, expired, err := droppedSince(tx, cutoff); err != nil {
+			return nil, err
+		} else {
+			for _, k := range expired {
+				if err := tx.Delete(droppedBucket, k); err != nil {
+					return nil, err
+				}
+			}
 		}
 		for n := uint64(1); n < last; n++ {
 			if m.keep[n] {
@@ -202,6 +245,11 @@ func (m *marker) keepRoots(c store.CatalogReader, cutoff time.Time) error {
 	for _, l := range ls {
 		starts = append(starts, l.Revision)
 	}
+	dropped, _, err := droppedSince(c, cutoff)
+	if err != nil {
+		return err
+	}
+	starts = append(starts, dropped...)
 	starts = append(starts, last)
 	err = c.Revisions(last, func(r store.RevisionRecord) bool {
 		if r.Number <= m.upTo || !r.Time.After(cutoff) {
@@ -285,6 +333,11 @@ func (m *marker) catchUp(ctx context.Context, tx store.CatalogTx, cutoff time.Ti
 	for _, l := range ls {
 		starts = append(starts, l.Revision)
 	}
+	dropped, _, err := droppedSince(tx, cutoff) // deleted since marking began, too
+	if err != nil {
+		return err
+	}
+	starts = append(starts, dropped...)
 	if err := m.keepAncestry(tx, starts); err != nil {
 		return err
 	}

@@ -147,13 +147,14 @@ func (db *DB) importValue(ctx context.Context, resource string, w WriteOptions, 
 		}
 		return nil, err
 	}
-	im.stop()
 	// Check the document against the resource's schema here, before it waits for the writer: the writer then finds
 	// it known valid (unless the schema changed meanwhile), and a whole check of a big import does not hold up
-	// everyone else's commits.
+	// everyone else's commits. The lease is renewed while it runs (a whole check can take seconds); the renewals
+	// stop only before the commit, which they would wait for.
 	if err := db.checkImport(ctx, resource, w.branch(), v); err != nil {
 		return nil, err
 	}
+	im.stop()
 	inTx := w.InTx
 	w.InTx = func(tx store.CatalogTx, rev store.RevisionRecord) error {
 		if err := im.finish(tx); err != nil {
@@ -393,6 +394,11 @@ func (im *importer) abandon() {
 // and ends the other leases (their imports died), deleting their lists: their nodes are then unreachable, like any
 // others. Lists already marked are not read again.
 func (m *marker) keepImports(tx store.CatalogTx, cutoff time.Time) error {
+	// A live import renews its lease every leaseRenewal: a grace shorter than a few of those would end it while it
+	// waits for input (found in review: gc --grace 5s failed a running import).
+	if floor := m.db.now().Add(-3 * leaseRenewal); floor.Before(cutoff) {
+		cutoff = floor
+	}
 	live := map[string]bool{}
 	var ended []string
 	var bad error

@@ -293,6 +293,9 @@ func (db *DB) deleteBranchIf(ctx context.Context, name string, missing error, ch
 		if err := check(tx, b); err != nil {
 			return nil, err
 		}
+		if err := recordDropped(tx, now, "branch", name, b.Head); err != nil {
+			return nil, err
+		}
 		return b, tx.DeleteBranch(name)
 	})
 	if err != nil {
@@ -354,6 +357,9 @@ func (db *DB) deleteLabelIf(ctx context.Context, name string, missing error, che
 			return nil, notFoundRef(tx, "snapshot", name, err)
 		}
 		if err := check(tx, l); err != nil {
+			return nil, err
+		}
+		if err := recordDropped(tx, now, "snapshot", name, l.Revision); err != nil {
 			return nil, err
 		}
 		return l, tx.DeleteLabel(name)

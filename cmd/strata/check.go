@@ -79,7 +79,7 @@ does not shrink: freed pages are reused by later commits.`,
 			return gc(cmd.Context(), cmd.OutOrStdout(), g, args[0], grace, asJSON)
 		}),
 	}
-	cmd.Flags().DurationVar(&grace, "grace", time.Hour, "keep every revision made within this long")
+	cmd.Flags().DurationVar(&grace, "grace", time.Hour, "keep every revision made, or last named by a branch or snapshot deleted, within this long (a running import is kept at least 30s)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
