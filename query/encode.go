@@ -148,14 +148,15 @@ func appendFloat(b []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString writes s as a JSON string the way Strata writes stored strings: '"', '\\' and control characters
-// escaped, everything else as is; invalid UTF-8 (a program can make it) becomes U+FFFD.
+// appendString writes s as a JSON string the way gojq does: '"', '\\', control characters and DEL (U+007F)
+// escaped, everything else as is; invalid UTF-8 (a program can make it) becomes U+FFFD. (Found in review: DEL was
+// written as is, as Strata stores it, so the text differed from gojq's.)
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+		if c >= 0x20 && c != '"' && c != '\\' && c < 0x7f {
 			i++
 			continue
 		}

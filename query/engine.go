@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -501,5 +502,15 @@ func (e *Engine) readPage(ctx context.Context, prog string, src *source, offset 
 		}
 		return nil, err
 	}
-	return &page{results: [][]byte{[]byte(b.String())}}, nil
+	return &page{results: [][]byte{escapeDEL([]byte(b.String()))}}, nil
+}
+
+// escapeDEL writes each DEL (U+007F) of a value's stored JSON text as gojq writes it, \u007f: Strata stores it
+// as is (it needs no escaping in JSON), and a result must be the text gojq would print. A DEL byte can only be
+// inside a string, so the text stays the same value.
+func escapeDEL(b []byte) []byte {
+	if bytes.IndexByte(b, 0x7f) < 0 {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte{0x7f}, []byte(`\u007f`))
 }

@@ -134,8 +134,15 @@ func (p *pool) close() {
 
 func (p *pool) start(ctx context.Context) (*worker, error) {
 	cmd := exec.Command(p.exe)
-	// A worker gets no environment of the server's (no secrets, no proxies), only what makes it a worker.
+	// A worker gets no environment of the server's (no secrets, no proxies), only what makes it a worker, and the
+	// server's time zone: localtime, mktime and strflocaltime must answer as in-process (found in review: a worker
+	// answered in /etc/localtime's zone while the server ran under TZ).
 	cmd.Env = []string{WorkerEnv + "=1", "GOTRACEBACK=none"}
+	for _, k := range []string{"TZ", "ZONEINFO"} {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
 	cmd.Dir = os.TempDir()
 	setWorkerAttrs(cmd)
 	in, err := cmd.StdinPipe()
