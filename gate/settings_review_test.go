@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/strata-db/strata/snapshots"
 )
 
 // A named principal whose entry gives no rate_limit gets the top-level rate_limit ("every principal's rate limit
@@ -103,5 +106,47 @@ func TestApproveOverridesAdditiveShortcut(t *testing.T) {
 		if c.wantPlan && out.Plan != nil && !out.Plan.Plan.OutOfBand {
 			t.Errorf("policy %+v: the plan is not out of band", c.policy)
 		}
+	}
+}
+
+// TestPlanWhoseBaseWasCollected: a plan whose branch was deleted and made again, its base then collected, no
+// longer applies: PLAN_CHANGED, not NOT_FOUND naming a revision the agent never saw go.
+func TestPlanWhoseBaseWasCollected(t *testing.T) {
+	ctx := context.Background()
+	g := fixture(t, "")
+	db, err := g.dir.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateBranch(ctx, "work", snapshots.Ref{}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Put(ctx, "orders", []byte(`[{"id":7}]`), snapshots.WriteOptions{Branch: "work", Author: "admin"}); err != nil {
+		t.Fatal(err)
+	}
+	a := actor(t, g, Principal{Name: "agent", Mode: WritesBranches, Policy: Policy{Write: Ask}})
+	v, _ := a.Open(ctx, "shop")
+	out, err := v.Write(ctx, Change{Op: OpInsert, Resource: "orders", Path: "/-", Value: json.RawMessage(`{"id":8}`), Branch: "work"})
+	if err != nil || out.Plan == nil {
+		t.Fatalf("a write on work under write: ask: %+v %v, want a plan", out, err)
+	}
+	if _, err := db.DeleteBranch(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateBranch(ctx, "work", snapshots.Ref{}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Put(ctx, "customers", []byte(`{}`), snapshots.WriteOptions{Branch: "work", Author: "admin"}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := db.GC(ctx, &snapshots.GCOptions{Grace: time.Nanosecond}); err != nil || rep.RemovedRevisions == 0 {
+		t.Fatalf("gc: %+v %v, want the old work's revision collected", rep, err)
+	}
+	_, p, err := a.FindPlan(ctx, out.Plan.Plan.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.ApplyPlan(ctx, p, "the user"); Code(err) != CodePlanChanged {
+		t.Fatalf("applying a plan whose base was collected: %s %v, want PLAN_CHANGED", Code(err), err)
 	}
 }

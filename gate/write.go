@@ -638,6 +638,11 @@ func (v *View) rebase(ctx context.Context, ch Change, ap *applying, w snapshots.
 		return nil, nil, changed("the plan is too large to check against what changed since", nil)
 	}
 	base, err := v.db.Resolve(ctx, snapshots.Ref{Revision: p.Base})
+	if errors.Is(err, snapshots.ErrNotFound) {
+		// Collected (its branch was deleted and made again, and the grace passed): what changed since cannot be
+		// told, so the plan no longer applies (a review's suspicion: this answered NOT_FOUND "revision N").
+		return nil, nil, changed("the revision it was made on has since been garbage-collected", nil)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
