@@ -238,6 +238,12 @@ func resolve(c store.CatalogReader, ref Ref) (State, error) {
 		branch = ref.branch()
 		b, err := c.Branch(branch)
 		if err != nil {
+			if _, lerr := c.Label(branch); ref.At != nil && lerr == nil && errors.Is(err, store.ErrNotFound) {
+				// NAME@TIME reads a branch's head log; a snapshot names one revision for ever (a review's
+				// suspicion: this said only that branch v1 was not found).
+				return State{}, &NotFoundError{What: "branch", Name: branch,
+					Hint: fmt.Sprintf("%s is a snapshot, not a branch: a snapshot names one revision, so read it without a time (%s)", branch, branch)}
+			}
 			return State{}, notFoundRef(c, "branch", branch, err)
 		}
 		n = b.Head

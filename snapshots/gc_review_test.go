@@ -193,3 +193,16 @@ func TestGCCollectsOnceGraceHasPassedSinceDeletion(t *testing.T) {
 		t.Fatalf("records of deletions left: %d, %v", n, err)
 	}
 }
+
+// TestSnapshotAtTime: NAME@TIME with a snapshot's name says that the name is a snapshot, which takes no time.
+func TestSnapshotAtTime(t *testing.T) {
+	ctx := context.Background()
+	db, clk := openTest(t, store.NewMemBackend())
+	must(db.Put(ctx, "doc", []byte(`1`), WriteOptions{}))
+	must(db.CreateSnapshot(ctx, "v1", Ref{}, "", ""))
+	at := clk.now()
+	var nf *NotFoundError
+	if _, err := db.Resolve(ctx, Ref{Branch: "v1", At: &at}); !errors.As(err, &nf) || !strings.Contains(err.Error(), "v1 is a snapshot") {
+		t.Fatalf("v1@TIME: %v", err)
+	}
+}
