@@ -172,3 +172,25 @@ func TestAuditUntilWholeSecond(t *testing.T) {
 		t.Errorf("audit --until %s (the time the listing shows) leaves the record of %s out: %q", shown, r.Time, out)
 	}
 }
+
+// TestPromoteAuditDigestCoversMerge: two promotes that differ only in --into are two different calls in the audit
+// log (found in review: the digest covered only DB, BRANCH, --resolve and --key).
+func TestPromoteAuditDigestCoversMerge(t *testing.T) {
+	s := newSession(t, false, nil)
+	s.setup()
+	s.must("", "branch", "shop", "a")
+	s.must("", "branch", "shop", "b")
+	s.run("", "promote", "shop", "a", "--into", "main")
+	s.run("", "promote", "shop", "a", "--into", "b")
+	var digests []string
+	for _, line := range strings.Split(strings.TrimSpace(s.must("", "audit", "--tool", "cli promote", "--json")), "\n") {
+		var r struct {
+			ArgsDigest string `json:"args_digest"`
+		}
+		json.Unmarshal([]byte(line), &r)
+		digests = append(digests, r.ArgsDigest)
+	}
+	if len(digests) != 2 || digests[0] == digests[1] || digests[0] == "" {
+		t.Fatalf("the two promotes' digests: %v", digests)
+	}
+}

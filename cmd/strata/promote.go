@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -64,12 +65,18 @@ func promote(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *prom
 	if err != nil {
 		return err
 	}
-	argv := []string{dbName, branch} // the audit record's digest covers the resolutions and keys too
+	// The audit record's digest covers what the merge does: the branch promoted into, the head expected, the
+	// resolutions, and the keys in force (those of --config too; a review noted --into, --config and
+	// --expected-head were left out).
+	argv := []string{dbName, branch, "--into=" + o.into}
+	if o.write.expectedHead != 0 {
+		argv = append(argv, fmt.Sprintf("--expected-head=%d", o.write.expectedHead))
+	}
 	for _, r := range o.resolve {
 		argv = append(argv, "--resolve="+r)
 	}
-	for _, k := range o.keys {
-		argv = append(argv, "--key="+k)
+	for _, path := range slices.Sorted(maps.Keys(keys)) {
+		argv = append(argv, "--key="+path+"="+keys[path])
 	}
 	return g.asOperatorIn(ctx, dbName, "promote", argv, func(ctx context.Context, db *gate.View) error {
 		ch := g.change(gate.OpPromote, &o.write, "promote")
