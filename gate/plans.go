@@ -71,7 +71,9 @@ func (v *View) MyPlans(ctx context.Context) ([]snapshots.Plan, error) {
 	}
 	var mine []snapshots.Plan
 	for _, p := range all {
-		if p.Principal == v.a.p.Name {
+		// Under the scope the principal has now: one narrowed since the plan was made hides it (found in review:
+		// the agent's own plan page still showed the values of a resource its scope had come to hide).
+		if p.Principal == v.a.p.Name && v.planVisible(p) {
 			mine = append(mine, p)
 		}
 	}

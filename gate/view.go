@@ -160,6 +160,14 @@ func (v *View) visibleAncestor(ctx context.Context, n uint64) (st snapshots.Stat
 
 // visibleNumber is the newest visible revision on the first-parent chain from n down (0 when none, or n is 0).
 // memo, if not nil, remembers answers.
+// VisibleRevision is revision n as the principal sees it: n itself, or for a scoped principal the newest
+// first-parent ancestor of n that it may see (0 if none). A plan's base is the real head it was computed on, which
+// may be a revision the principal cannot see: front ends show it so (found in review: the review page linked a
+// scoped reviewer to a hidden revision, and said the branch had moved when nothing it could see had).
+func (v *View) VisibleRevision(ctx context.Context, n uint64) uint64 {
+	return v.visibleNumber(ctx, n, nil)
+}
+
 func (v *View) visibleNumber(ctx context.Context, n uint64, memo map[uint64]uint64) uint64 {
 	if n == 0 || !v.a.limited() {
 		return n

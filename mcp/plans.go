@@ -98,7 +98,7 @@ func denied(what string) error {
 // planOut shows a plan the gate made.
 func (c *call) planOut(v *gate.View, pm *gate.PlanMade) *planOut {
 	p := pm.Plan
-	out := &planOut{Database: v.Name(), PlanID: p.ID, Tool: p.Op, Branch: p.Branch, Base: p.Base,
+	out := &planOut{Database: v.Name(), PlanID: p.ID, Tool: p.Op, Branch: p.Branch, Base: v.VisibleRevision(context.Background(), p.Base),
 		Removes: p.Removes, Overwrites: p.Overwrites, ConfirmationRequired: true, ExpiresAt: p.Expires,
 		Preview: planPreview{Summary: p.Summary, CountsComplete: true, Operations: []diffOp{}}}
 	if d := pm.Preview; d != nil {
@@ -200,7 +200,7 @@ func listPlans(ctx context.Context, c *call) (string, any, error) {
 	var mine []planJSON
 	for _, p := range all {
 		mine = append(mine, planJSON{PlanID: p.ID, Tool: p.Op, Branch: p.Branch, Target: p.Target, Summary: p.Summary,
-			State: p.StateAt(now), Base: p.Base, Created: p.Created, ExpiresAt: p.Expires, Counts: p.Counts,
+			State: p.StateAt(now), Base: v.VisibleRevision(ctx, p.Base), Created: p.Created, ExpiresAt: p.Expires, Counts: p.Counts,
 			Removes: nonNil(p.Removes), Overwrites: nonNil(p.Overwrites), DecidedBy: p.DecidedBy, Reason: clipText(p.Reason, maxMessage), Revision: p.Revision})
 	}
 	kept, more := page(mine, c.limit(20), c.s.budget())
@@ -306,7 +306,7 @@ func (c *call) confirm(ctx context.Context, v *gate.View, p snapshots.Plan) (str
 		return "", nil, waiting("this client cannot ask its user")
 	}
 	req := &mcpsdk.ElicitParams{
-		Message: c.confirmMessage(dbName, p),
+		Message: c.confirmMessage(dbName, p, v.VisibleRevision(ctx, p.Base)),
 		RequestedSchema: &jsonschema.Schema{
 			Type: "object",
 			Properties: map[string]*jsonschema.Schema{
@@ -350,11 +350,11 @@ func (c *call) clientName() string {
 }
 
 // confirmMessage is what the user is asked: who wants what, and what it removes and overwrites.
-func (c *call) confirmMessage(dbName string, p snapshots.Plan) string {
+func (c *call) confirmMessage(dbName string, p snapshots.Plan, base uint64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Agent %q asks to apply a change to database %s: %s (tool %s", p.Principal, dbName, p.Summary, p.Op)
 	if p.Branch != "" {
-		fmt.Fprintf(&b, ", branch %s at revision %d", p.Branch, p.Base)
+		fmt.Fprintf(&b, ", branch %s at revision %d", p.Branch, base)
 	}
 	fmt.Fprintf(&b, "). %d added, %d removed, %d replaced, %d moved.", p.Counts.Added, p.Counts.Removed, p.Counts.Replaced, p.Counts.Moved)
 	list := func(what string, paths []string) {

@@ -193,8 +193,18 @@ func (w *watcher) subscribe(ctx context.Context, req *mcpsdk.SubscribeRequest) e
 	return err
 }
 
+// Bounds on subscriptions, each polled every pollInterval (found in review: one session held 3,000).
+const (
+	maxSubscriptionsPerSession = 256
+	maxSubscribedURIs          = 4096 // per principal, over all its sessions
+	maxURIBytes                = 1024
+)
+
 func (w *watcher) doSubscribe(ctx context.Context, req *mcpsdk.SubscribeRequest) error {
 	uri := req.Params.URI
+	if len(uri) > maxURIBytes {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the URI is %d bytes, over the limit of %d", len(uri), maxURIBytes)}
+	}
 	ref, err := parseResourceURI(uri)
 	if err != nil {
 		return mcpsdk.ResourceNotFoundError(uri)
@@ -206,10 +216,25 @@ func (w *watcher) doSubscribe(ctx context.Context, req *mcpsdk.SubscribeRequest)
 	}
 	fp, err := w.s.fingerprint(ctx, ref)
 	if err != nil {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("cannot watch %s now; try again", uri)}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("cannot watch %s now; try again", clip(uri))}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.subs[uri][req.Session] {
+		return nil // already
+	}
+	mine := 0
+	for _, m := range w.subs {
+		if m[req.Session] {
+			mine++
+		}
+	}
+	switch {
+	case mine >= maxSubscriptionsPerSession:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("this session holds %d subscriptions, the most it may; unsubscribe from some first", mine)}
+	case w.subs[uri] == nil && len(w.subs) >= maxSubscribedURIs:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("your sessions hold subscriptions to %d resources, the most they may; unsubscribe from some first", len(w.subs))}
+	}
 	if w.subs[uri] == nil {
 		w.subs[uri] = map[*mcpsdk.ServerSession]bool{}
 		w.last[uri] = fp

@@ -358,6 +358,7 @@ func (h *Handler) plansOf(ctx context.Context, v *gate.View, reviewer bool, me s
 	now := v.Now()
 	out := make([]planRow, 0, len(ps))
 	for _, p := range ps {
+		p.Base = v.VisibleRevision(ctx, p.Base) // shown as the principal sees it: the real base may be hidden
 		out = append(out, h.row(v.Name(), p, me, now))
 	}
 	return out, nil
@@ -486,6 +487,7 @@ func (h *Handler) plan(q *req) error {
 	if err != nil {
 		return err
 	}
+	p.Base = v.VisibleRevision(q.ctx, p.Base) // shown, and compared with the head, as the principal sees it
 	row := h.row(db, p, q.a.Name(), v.Now())
 	data := map[string]any{"DB": db, "DBURL": dbURL(db), "Plan": row}
 	data["CanDecide"] = q.s.reviewer() && row.Pending && (!row.Mine || q.s.p.Operator)
