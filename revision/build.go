@@ -386,8 +386,13 @@ func scanInto(ctx context.Context, sc *jsonscan.Scanner, tb *tokenBuilder, lines
 		if err := tb.token(k, b); err != nil {
 			var je *JSONError
 			if errors.As(err, &je) && je.Line == 0 {
-				// Found at the end of the object (a duplicate key): say where that is.
+				// Found at the end of the object (a duplicate key): point at its closing brace, the byte just read,
+				// and say so (found in review: the position was one past it, and read as the duplicate's).
 				je.Offset, je.Line, je.Column = sc.Position()
+				if je.Offset > 0 && je.Column > 1 {
+					je.Offset, je.Column = je.Offset-1, je.Column-1
+				}
+				je.Msg += " (the position is the end of the object that holds it)"
 			}
 			return Value{}, err
 		}

@@ -92,3 +92,18 @@ func TestCorruptNodeIsDetected(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestDuplicateKeyPosition: a duplicate key is reported at the closing brace of the object holding it, and the
+// message says so (found in review: the position was one byte past the brace, beyond the end of the document).
+func TestDuplicateKeyPosition(t *testing.T) {
+	f, _ := newForest(t)
+	doc := "{\"a\":1,\n\"b\":2,\n\"a\":3,\n\"c\":4}"
+	_, _, err := f.ImportBytes(context.Background(), []byte(doc))
+	var je *JSONError
+	if !errors.As(err, &je) {
+		t.Fatalf("%v", err)
+	}
+	if je.Line != 4 || je.Column != 6 || je.Offset != int64(len(doc)-1) || !strings.Contains(je.Msg, "end of the object") {
+		t.Errorf("duplicate key reported at line %d, column %d (byte %d) of a %d-byte document: %v", je.Line, je.Column, je.Offset, len(doc), err)
+	}
+}

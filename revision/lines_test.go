@@ -53,7 +53,7 @@ func TestImportLinesErrors(t *testing.T) {
 	f, _ := newForest(t)
 	for in, want := range map[string]string{
 		"1\n2\n{\"a\":[1,tru]}\n": `invalid JSON at line 3, column 12 (byte 15) in "/2/a": invalid literal: expected true`,
-		"1\n{\"a\":1,\"a\":2}\n":  `invalid JSON at line 2, column 14 (byte 15) in "/1": duplicate key "a"`,
+		"1\n{\"a\":1,\"a\":2}\n":  `invalid JSON at line 2, column 13 (byte 14) in "/1": duplicate key "a"`,
 		"[1,\n2]\n":               `line 1, column 4 (byte 3) in "/0": line break inside a value`,
 		"1 2\n":                   `line 1, column 3 (byte 2): a second value on the same line`,
 	} {
