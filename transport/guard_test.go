@@ -116,3 +116,4 @@ func TestWriteStallKeepsQuietStreamHTTP2(t *testing.T) {
 		t.Fatalf("stream = %q, %v", body, err)
 	}
 }
+
