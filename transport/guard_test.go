@@ -116,4 +116,3 @@ func TestWriteStallKeepsQuietStreamHTTP2(t *testing.T) {
 		t.Fatalf("stream = %q, %v", body, err)
 	}
 }
-
