@@ -107,6 +107,7 @@ func (r *reader) equalityHash(h *xxh3.Hasher, enc string) error {
 		_, _ = h.Write([]byte{sign})
 		_, _ = h.WriteString(d.digits)
 		_, _ = h.Write(binary.AppendVarint(scratch[:0], d.exp))
+		_, _ = h.WriteString(d.big)
 	case codec.TagStr:
 		s := codec.Payload(enc)
 		tagged('s', uint64(len(s)))

@@ -292,7 +292,7 @@ func (t *txn) editChild(v Value, ptr Pointer, kind editKind, nv Value) (Value, V
 	k := len(ptr) - 1
 	tok := ptr[k]
 	op := editOpNames[kind]
-	parent := ptr[:k].String()
+	parent := ptr[:k] // formatted only for an error
 	switch v.Kind() {
 	case Object:
 		loc, err := t.locateKey(v, tok)
@@ -316,7 +316,7 @@ func (t *txn) editChild(v Value, ptr Pointer, kind editKind, nv Value) (Value, V
 			es = insertAt(es, loc.idx, codec.Entry{Key: tok, Val: nv.enc})
 		default:
 			return Value{}, Value{}, &PathError{Op: op, Path: ptr.String(), At: ptr.String(), Err: ErrNotFound,
-				Msg: fmt.Sprintf("no member %q in the object at %q", tok, parent), DidYouMean: closestKeys(tok, loc.entries)}
+				Msg: fmt.Sprintf("no member %q in the object at %q", tok, parent.String()), DidYouMean: closestKeys(tok, loc.entries)}
 		}
 		nv2, err := t.replaceLeaf(loc, es)
 		return nv2, old, err
@@ -329,7 +329,7 @@ func (t *txn) editChild(v Value, ptr Pointer, kind editKind, nv Value) (Value, V
 			var ok bool
 			if i, ok = parseIndex(tok); !ok {
 				return Value{}, Value{}, &PathError{Op: op, Path: ptr.String(), At: ptr.String(), Err: ErrInvalidPath,
-					Msg: fmt.Sprintf("%q is not an array index (the array at %q has %d elements%s)", tok, parent, n, appendHint(kind))}
+					Msg: fmt.Sprintf("%q is not an array index (the array at %q has %d elements%s)", tok, parent.String(), n, appendHint(kind))}
 			}
 			limit := n
 			if kind == editAdd {
@@ -337,7 +337,7 @@ func (t *txn) editChild(v Value, ptr Pointer, kind editKind, nv Value) (Value, V
 			}
 			if i >= limit {
 				return Value{}, Value{}, &PathError{Op: op, Path: ptr.String(), At: ptr.String(), Err: ErrNotFound,
-					Msg: fmt.Sprintf("index %d is out of range: the array at %q has %d elements%s", i, parent, n, appendHint(kind))}
+					Msg: fmt.Sprintf("index %d is out of range: the array at %q has %d elements%s", i, parent.String(), n, appendHint(kind))}
 			}
 		}
 		loc, err := t.locateIndex(v, i)
@@ -363,7 +363,7 @@ func (t *txn) editChild(v Value, ptr Pointer, kind editKind, nv Value) (Value, V
 		return nv2, old, err
 	default:
 		return Value{}, Value{}, &PathError{Op: op, Path: ptr.String(), At: ptr.String(), Err: ErrInvalidPath,
-			Msg: fmt.Sprintf("the value at %q is a %s, not an object or array", parent, v.Kind())}
+			Msg: fmt.Sprintf("the value at %q is a %s, not an object or array", parent.String(), v.Kind())}
 	}
 }
 

@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"math/big"
 	"strconv"
 	"strings"
 )
@@ -19,7 +20,8 @@ func numbersEqual(a, b string) bool {
 type decimal struct {
 	neg    bool
 	digits string // significant digits, no leading or trailing zeros ("" for zero)
-	exp    int64  // value = 0.digits × 10^exp
+	exp    int64  // value = 0.digits × 10^exp, when exp fits an int64 (big is "")
+	big    string // else the exponent in decimal: JSON allows any, "1e99999999999999999999" included
 }
 
 func normalizeNumber(s string) (decimal, bool) {
@@ -32,29 +34,41 @@ func normalizeNumber(s string) (decimal, bool) {
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		mant, exp = s[:i], s[i+1:]
 	}
-	var e int64
-	if exp != "" {
-		// Exponents beyond ±1e15 are compared as texts; nothing real is that large.
-		if len(strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")) > 15 {
-			return decimal{digits: s}, true
-		}
-		var err error
-		if e, err = strconv.ParseInt(exp, 10, 64); err != nil {
-			return d, false
-		}
-	}
 	intPart, frac := mant, ""
 	if i := strings.IndexByte(mant, '.'); i >= 0 {
 		intPart, frac = mant[:i], mant[i+1:]
 	}
 	digits := intPart + frac
-	e += int64(len(intPart))
 	trimmed := strings.TrimLeft(digits, "0")
-	e -= int64(len(digits) - len(trimmed))
+	shift := int64(len(intPart)) - int64(len(digits)-len(trimmed)) // what the mantissa adds to the exponent
 	trimmed = strings.TrimRight(trimmed, "0")
 	if trimmed == "" {
-		return decimal{}, true // zero, and -0 equals 0
+		return decimal{}, true // zero, whatever its exponent, and -0 equals 0
 	}
-	d.digits, d.exp = trimmed, e
+	d.digits = trimmed
+	if exp == "" {
+		d.exp = shift
+		return d, true
+	}
+	if len(strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")) <= 15 {
+		e, err := strconv.ParseInt(exp, 10, 64)
+		if err != nil {
+			return d, false
+		}
+		d.exp = e + shift
+		return d, true
+	}
+	// A huge exponent: exact arithmetic, so that equal values written differently compare equal (found in review:
+	// such texts were compared as texts, and the sign was lost, so -1e9999999999999999 equalled 1e9999999999999999).
+	var e big.Int
+	if _, ok := e.SetString(strings.TrimPrefix(exp, "+"), 10); !ok {
+		return d, false
+	}
+	e.Add(&e, big.NewInt(shift))
+	if e.IsInt64() {
+		d.exp = e.Int64()
+	} else {
+		d.big = e.String()
+	}
 	return d, true
 }
