@@ -275,7 +275,9 @@ func (t *txn) applyOp(root Value, op Operation) (Value, error) {
 				if len(from) == len(ptr) {
 					return root, nil
 				}
-				return Value{}, fmt.Errorf("%w: cannot move %q into its own child %q", ErrInvalidPatch, op.From, op.Path)
+				// A PathError, so that a resource's own paths are shown without its name (found in review).
+				return Value{}, &PathError{Op: "move", Path: op.Path, At: op.From, Err: ErrInvalidPatch,
+					Msg: "a value cannot be moved into its own child: from is a prefix of path"}
 			}
 			if root, _, err = t.setIn(root, from, 0, editRemove, Value{}); err != nil {
 				return Value{}, err

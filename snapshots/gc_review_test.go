@@ -206,3 +206,19 @@ func TestSnapshotAtTime(t *testing.T) {
 		t.Fatalf("v1@TIME: %v", err)
 	}
 }
+
+// TestMoveIntoOwnChildNamesResourcePaths: the refusal of a move into its own child names the resource's own paths,
+// as every other patch error does, not the database's (found in review: "/res" and "/res/x").
+func TestMoveIntoOwnChildNamesResourcePaths(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t, store.NewMemBackend())
+	must(db.Put(ctx, "res", []byte(`{"a":{"b":1}}`), WriteOptions{}))
+	ops, err := revision.ParsePatch([]byte(`[{"op":"move","from":"/a","path":"/a/b/c"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Patch(ctx, "res", ops, WriteOptions{})
+	if err == nil || strings.Contains(err.Error(), "/res") || !strings.Contains(err.Error(), `"/a/b/c"`) || !errors.Is(err, revision.ErrInvalidPatch) {
+		t.Fatalf("%v", err)
+	}
+}
