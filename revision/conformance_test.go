@@ -34,9 +34,8 @@ func TestJSONPatchConformance(t *testing.T) {
 		}
 		ran := 0
 		for i, c := range cases {
-			if c.Disabled {
-				continue
-			}
+			// Cases the suite marks disabled run too (whole-document test and replace, patches with an op member
+			// twice): Strata passes them, and they cover what the enabled ones do not (a review's suggestion).
 			ran++
 			name := c.Comment
 			if name == "" {
@@ -51,7 +50,7 @@ func TestJSONPatchConformance(t *testing.T) {
 				if err == nil {
 					change, err = f.Patch(ctx, doc, ops)
 				}
-				if c.Error != "" || c.Expected == nil && c.Error != "" {
+				if c.Error != "" {
 					if err == nil {
 						t.Fatalf("case %d: patch %s on %s should fail (%s) but gave %s", i, c.Patch, c.Doc, c.Error, mustJSON(t, f, change.Root))
 					}
