@@ -173,8 +173,12 @@ func (a *Actor) FindPlan(ctx context.Context, id string) (*View, snapshots.Plan,
 func (v *View) CheckApply(p snapshots.Plan) error {
 	if err := snapshots.CheckPlan(p, v.a.p.Name, v.db.Now()); err != nil {
 		if p.State == snapshots.PlanRejected {
+			hint := "the reason is in detail; change your approach, or plan again if the person asks for it"
+			if p.Reason == "" {
+				hint = "no reason was given: ask the person why, or change your approach" // (a review noted the hint named a detail there was not)
+			}
 			return &Error{code: CodeDenied, Msg: fmt.Sprintf("plan %s was rejected by %s; nothing was written", p.ID, p.DecidedBy),
-				Detail: p.Reason, Hint: "the reason is in detail; change your approach, or plan again if the person asks for it", Err: ErrDenied}
+				Detail: p.Reason, Hint: hint, Err: ErrDenied}
 		}
 		return err
 	}

@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,26 @@ func TestPlanWhoseBaseWasCollected(t *testing.T) {
 	}
 	if _, err := v.ApplyPlan(ctx, p, "the user"); Code(err) != CodePlanChanged {
 		t.Fatalf("applying a plan whose base was collected: %s %v, want PLAN_CHANGED", Code(err), err)
+	}
+}
+
+// TestRejectedWithoutReason: a plan rejected without a reason says so, instead of pointing to a detail there is not.
+func TestRejectedWithoutReason(t *testing.T) {
+	ctx := context.Background()
+	g := fixture(t, "")
+	a := actor(t, g, Principal{Name: "agent", Mode: WritesBranches, Policy: Policy{Protected: Approve}})
+	v, _ := a.Open(ctx, "shop")
+	out, err := v.Write(ctx, Change{Op: OpPut, Resource: "orders", Value: json.RawMessage(`[]`)})
+	if err != nil || out.Plan == nil {
+		t.Fatalf("%+v %v", out, err)
+	}
+	r, _ := actor(t, g, Principal{Name: "rita", Review: true}).Open(ctx, "shop")
+	if _, err := r.DecidePlan(ctx, out.Plan.Plan.ID, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, p, _ := a.FindPlan(ctx, out.Plan.Plan.ID)
+	var e *Error
+	if err := v.CheckApply(p); !errors.As(err, &e) || !strings.Contains(e.Hint, "no reason was given") {
+		t.Fatalf("%v", err)
 	}
 }

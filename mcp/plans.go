@@ -116,7 +116,7 @@ func planTools() []*toolSpec {
 	return []*toolSpec{
 		{
 			name: "apply_plan", title: "Apply a plan", write: true, destructive: true, plans: true,
-			desc:   "Commit a plan as previewed, once a person confirmed it (your client asks its user, or a person runs strata approve); only while its base is the branch head, before it expires, and once.",
+			desc:   "Commit a plan as previewed, once a person confirmed it (your client asks its user, or a person runs strata approve); while nothing it changes has moved on its branch since (it is rebased otherwise), before it expires, and once.",
 			params: one(pPlanID),
 			output: applyOutSchema(),
 			handle: applyPlan,

@@ -194,7 +194,7 @@ func printPlan(w io.Writer, g *globalOptions, p snapshots.Plan, now time.Time) e
 	fmt.Fprintf(w, "  change     %s (tool %s)\n", oneLine(p.Summary), safetext.Field(p.Op))
 	switch {
 	case p.Branch != "":
-		fmt.Fprintf(w, "  on         branch %s at revision %d; it applies only while that is still the head\n", safetext.Field(p.Branch), p.Base)
+		fmt.Fprintf(w, "  on         branch %s at revision %d; it applies while what it changes is unchanged there\n", safetext.Field(p.Branch), p.Base)
 	case p.Target != "":
 		fmt.Fprintf(w, "  deletes    %s (at revision %d)\n", safetext.Field(p.Target), p.Base)
 	}
