@@ -372,7 +372,7 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 			}
 			for name, head := range startHeads {
 				b, err := tx.Branch(name)
-				if err != nil || b.Head != head {
+				if err != nil || b.Head != head || b.ID != pl.branchIDs[name] {
 					return errRetry
 				}
 			}
@@ -471,7 +471,9 @@ func (db *DB) commitGroup(pl *planner, pending []*request, idle, gathered time.D
 				again = append(again, p.r)
 			}
 			pending = again
-			retries++
+			if ie == nil { // a refused hook is progress (its request leaves the group), not the database moving
+				retries++
+			}
 			continue
 		}
 		if err == nil {

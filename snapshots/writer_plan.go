@@ -30,6 +30,7 @@ type planner struct {
 	seeded     map[string]bool   // branches known from the seed, not read in this group
 	epoch      string            // the GC epoch when planning began
 	startHeads map[string]uint64 // each branch's head as read, before this group
+	branchIDs  map[string]uint64 // and its id (a branch deleted and made again at the same head is another branch)
 	branches   map[string]store.BranchRecord
 	revs       map[uint64]store.RevisionRecord
 	ov         *overlay
@@ -64,7 +65,7 @@ func (db *DB) prepareNodes(ns []store.Node) { store.PrepareNodes(ns, db.be.NodeC
 // newPlanner returns a planner that reads the catalog, or, given a seed, starts from it.
 func (db *DB) newPlanner(seed *planSeed) *planner {
 	ov := &overlay{base: db.be, nodes: map[store.Hash][]byte{}}
-	p := &planner{db: db, startHeads: map[string]uint64{}, branches: map[string]store.BranchRecord{},
+	p := &planner{db: db, startHeads: map[string]uint64{}, branchIDs: map[string]uint64{}, branches: map[string]store.BranchRecord{},
 		revs: map[uint64]store.RevisionRecord{}, ov: ov,
 		f: db.forest.WithStore(ov).WithPrepare(db.prepareNodes), dirty: map[string]bool{},
 		keys: map[string]bool{}, seeded: map[string]bool{}}
@@ -127,7 +128,7 @@ func (p *planner) add(rs []*request) error {
 			read = true
 		}
 		if _, seen := p.startHeads[name]; ok && !seen {
-			p.startHeads[name] = b.Head // a seeded branch, first used: its head before this group
+			p.startHeads[name], p.branchIDs[name] = b.Head, b.ID // a seeded branch, first used: its head before this group
 		}
 	}
 	var err error
@@ -174,7 +175,7 @@ func (p *planner) add(rs []*request) error {
 			if err != nil {
 				return err
 			}
-			p.branches[name], p.revs[b.Head], p.startHeads[name] = b, rev, b.Head
+			p.branches[name], p.revs[b.Head], p.startHeads[name], p.branchIDs[name] = b, rev, b.Head, b.ID
 		}
 		return nil
 	}
