@@ -169,6 +169,9 @@ type AuthOptions struct {
 	// Stateless, when set, reports whether a request is answered on its own and never opens a session (MCP
 	// 2026-07-28 and later): such a request is not held to the session caps.
 	Stateless func(r *http.Request) bool
+	// SessionLive, when set, reports whether the MCP handler still holds a session it just gave out: one whose
+	// initialize failed is closed at once, and must not keep a place under the caps.
+	SessionLive func(principal, sid string) bool
 }
 
 // Auth authenticates requests, limits them, and binds each session (Mcp-Session-Id) to the principal that opened
@@ -182,6 +185,7 @@ type Auth struct {
 	maxSessions int
 	maxPer      int
 	stateless   func(r *http.Request) bool
+	sessionLive func(principal, sid string) bool
 
 	mu       sync.Mutex
 	pending  map[string]int           // per principal: requests admitted under the session caps whose session is not recorded yet
@@ -196,6 +200,9 @@ type Auth struct {
 type sessionOwner struct {
 	principal string
 	seen      time.Time
+	// inflight counts the session's requests still being served: the go-sdk does not time a session out while one
+	// runs, so neither does the sweep (found in review: a call longer than the idle timeout lost its session here).
+	inflight int
 }
 
 // NewAuth returns an authenticator.
@@ -209,6 +216,7 @@ func NewAuth(o AuthOptions) *Auth {
 		maxSessions: o.MaxSessions,
 		maxPer:      o.MaxSessionsPerPrincipal,
 		stateless:   o.Stateless,
+		sessionLive: o.SessionLive,
 		pending:     map[string]int{},
 		limits:      map[string]*rate.Limiter{},
 		failures:    map[string]*failBucket{},
@@ -282,9 +290,19 @@ func (g *Auth) Handler(next http.Handler) http.Handler {
 			http.Error(w, "Bad Request: more than one Mcp-Session-Id header", http.StatusBadRequest)
 			return
 		}
-		if len(sid) == 1 && !g.ownsSession(principal, sid[0]) {
-			http.Error(w, "session not found", http.StatusNotFound) // the go-sdk's own answer for an unknown session
-			return
+		stateless := g.stateless != nil && g.stateless(r)
+		if stateless {
+			// A request of a sessionless revision is answered on its own: a session id it carries means nothing
+			// to it, and its answer (a JSON-RPC 404 for an unknown method) must not end that session here (found
+			// in review: it did, and the live session's client got 404, and the caps stopped counting it).
+			sid = nil
+		}
+		if len(sid) == 1 {
+			if !g.ownsSession(principal, sid[0]) {
+				http.Error(w, "session not found", http.StatusNotFound) // the go-sdk's own answer for an unknown session
+				return
+			}
+			defer g.endRequest(sid[0])
 		}
 		var body []byte
 		if r.Method == http.MethodPost {
@@ -304,7 +322,7 @@ func (g *Auth) Handler(next http.Handler) http.Handler {
 			return
 		}
 		ctx := WithPrincipal(r.Context(), principal)
-		if len(sid) == 0 && r.Method == http.MethodPost && (g.stateless == nil || !g.stateless(r)) {
+		if len(sid) == 0 && r.Method == http.MethodPost && !stateless {
 			res, ok := g.admitSession(w, principal)
 			if !ok {
 				return
@@ -462,7 +480,18 @@ func (g *Auth) ownsSession(principal, sid string) bool {
 		return false
 	}
 	o.seen = g.now()
+	o.inflight++
 	return true
+}
+
+// endRequest is the end of a request ownsSession let through: the session's idle time starts again from now.
+func (g *Auth) endRequest(sid string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if o := g.sessions[sid]; o != nil {
+		o.inflight--
+		o.seen = g.now()
+	}
 }
 
 // recordSession binds a new session to the principal that opened it; the place res held under the caps becomes
@@ -487,7 +516,7 @@ func (g *Auth) sweep(now time.Time) {
 		return
 	}
 	for id, o := range g.sessions {
-		if now.Sub(o.seen) > g.sessionIdle+time.Minute {
+		if o.inflight == 0 && now.Sub(o.seen) > g.sessionIdle+time.Minute {
 			delete(g.sessions, id)
 		}
 	}
@@ -501,7 +530,7 @@ func (g *Auth) Sessions() int {
 	defer g.mu.Unlock()
 	now, n := g.now(), 0
 	for _, o := range g.sessions {
-		if now.Sub(o.seen) <= g.sessionIdle {
+		if o.inflight > 0 || now.Sub(o.seen) <= g.sessionIdle {
 			n++
 		}
 	}
@@ -524,6 +553,7 @@ type sessionRecorder struct {
 	sid       string // the request's session, if any
 	method    string
 	res       *reservation // the request's place under the session caps, if it was admitted under them
+	recorded  string       // the session this answer gave out, if any
 	wrote     bool
 }
 
@@ -532,6 +562,7 @@ func (s *sessionRecorder) WriteHeader(code int) {
 		s.wrote = true
 		if s.sid == "" {
 			if id := s.Header().Get("Mcp-Session-Id"); id != "" && code < 300 {
+				s.recorded = id
 				s.g.recordSession(s.principal, id, s.res)
 			}
 		} else if code == http.StatusNotFound || (s.method == http.MethodDelete && code < 300) {

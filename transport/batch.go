@@ -204,5 +204,11 @@ func (g *Auth) serve(w http.ResponseWriter, r *http.Request, principal string, s
 		return
 	}
 	res, _ := r.Context().Value(reservationKey{}).(*reservation)
-	next.ServeHTTP(&sessionRecorder{ResponseWriter: w, g: g, principal: principal, res: res}, r)
+	rec := &sessionRecorder{ResponseWriter: w, g: g, principal: principal, res: res}
+	next.ServeHTTP(rec, r)
+	if rec.recorded != "" && g.sessionLive != nil && !g.sessionLive(principal, rec.recorded) {
+		// The handler gave the session out and closed it (its initialize failed): it holds no place (found in
+		// review: each failed initialize kept one until the sweep, and 64 of them locked the principal out).
+		g.forgetSession(rec.recorded)
+	}
 }

@@ -172,7 +172,19 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	}
 	auth := transport.NewAuth(transport.AuthOptions{Tokens: tokens, LocalUser: g.env.user(), RateLimit: b.settings.RateLimitFor,
 		SessionIdle: idle, OnRefused: onRefused, MaxSessions: b.settings.MaxSessions,
-		MaxSessionsPerPrincipal: b.settings.MaxSessionsPerPrincipal, Stateless: sessionless})
+		MaxSessionsPerPrincipal: b.settings.MaxSessionsPerPrincipal, Stateless: sessionless,
+		SessionLive: func(principal, sid string) bool {
+			srv := b.serverOf(principal)
+			if srv == nil {
+				return false
+			}
+			for ss := range srv.Sessions() {
+				if ss.ID() == sid {
+					return ss.InitializeParams() != nil
+				}
+			}
+			return false
+		}})
 	serverOf := func(r *http.Request) *mcpsdk.Server {
 		principal := transport.PrincipalFrom(r.Context())
 		if principal == "" {
