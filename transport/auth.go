@@ -323,7 +323,7 @@ func (g *Auth) Handler(next http.Handler) http.Handler {
 		}
 		ctx := WithPrincipal(r.Context(), principal)
 		if len(sid) == 0 && r.Method == http.MethodPost && !stateless {
-			res, ok := g.admitSession(w, principal)
+			res, ok := g.admitSession(w, r, principal)
 			if !ok {
 				return
 			}
@@ -596,7 +596,7 @@ func (s *sessionRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter
 //
 // An admitted request holds a place under the caps (a reservation, released when it ends) until the session it
 // opens is recorded: initializes sent at once cannot all pass the caps before any of their sessions is recorded.
-func (g *Auth) admitSession(w http.ResponseWriter, principal string) (*reservation, bool) {
+func (g *Auth) admitSession(w http.ResponseWriter, r *http.Request, principal string) (*reservation, bool) {
 	g.mu.Lock()
 	g.sweep(g.now())
 	total, mine := len(g.sessions)+g.pendingN, g.pending[principal]
@@ -613,10 +613,14 @@ func (g *Auth) admitSession(w http.ResponseWriter, principal string) (*reservati
 	g.mu.Unlock()
 	switch {
 	case mine >= g.maxPer:
+		// Over a limit, as a rate limit is: reported (audited and counted) as one (a review's suspicion: these
+		// refusals left no trace).
+		g.refused(principal, r, RefusedRateLimited)
 		w.Header().Set("Retry-After", "60")
 		http.Error(w, fmt.Sprintf("Too Many Requests: principal %s has %d sessions open, the most it may; close one (DELETE) or reuse it", principal, mine), http.StatusTooManyRequests)
 		return nil, false
 	case total >= g.maxSessions:
+		g.refused(principal, r, RefusedRateLimited)
 		w.Header().Set("Retry-After", "60")
 		http.Error(w, "Service Unavailable: the server has as many sessions open as it takes; retry later", http.StatusServiceUnavailable)
 		return nil, false

@@ -147,7 +147,13 @@ func TestAuthRefusalsAggregated(t *testing.T) {
 // stateless request (Stateless) is not held to them.
 func TestSessionCapsHoldUnderConcurrentInitializes(t *testing.T) {
 	const n, perPrincipal = 8, 2
+	var refusals atomic.Int32
 	g := NewAuth(AuthOptions{LocalUser: "ada", MaxSessionsPerPrincipal: perPrincipal,
+		OnRefused: func(principal, remote, decision string) {
+			if decision == RefusedRateLimited {
+				refusals.Add(1)
+			}
+		},
 		RateLimit: func(string) gate.RateLimit { return gate.RateLimit{PerSecond: 1000, Burst: 1000} },
 		Stateless: func(r *http.Request) bool { return r.Header.Get("MCP-Protocol-Version") == "stateless" }})
 	release := make(chan struct{})
@@ -194,6 +200,9 @@ func TestSessionCapsHoldUnderConcurrentInitializes(t *testing.T) {
 	}
 	if code := post(""); code != http.StatusTooManyRequests {
 		t.Fatalf("an initialize over the cap: %d", code)
+	}
+	if n, want := refusals.Load(), int32(n-perPrincipal+1); n != want {
+		t.Fatalf("refusals at the session cap reported to OnRefused: %d, want every one: %d", n, want)
 	}
 	if code := post("stateless"); code != http.StatusOK {
 		t.Fatalf("a stateless request with the sessions at their cap: %d", code)
