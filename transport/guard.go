@@ -153,8 +153,9 @@ func stallGuard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // a writer without deadlines: nothing to bound
 			return
 		}
-		defer func() { rc.SetWriteDeadline(time.Now().Add(WriteStallTimeout)) }()
-		next.ServeHTTP(&stallWriter{ResponseWriter: w, rc: rc}, r)
+		d := WriteStallTimeout // read once: a request keeps the bound it started with
+		defer func() { rc.SetWriteDeadline(time.Now().Add(d)) }()
+		next.ServeHTTP(&stallWriter{ResponseWriter: w, rc: rc, d: d}, r)
 	})
 }
 
@@ -162,10 +163,11 @@ func stallGuard(next http.Handler) http.Handler {
 type stallWriter struct {
 	http.ResponseWriter
 	rc *http.ResponseController
+	d  time.Duration
 }
 
 func (s *stallWriter) Write(p []byte) (int, error) {
-	s.rc.SetWriteDeadline(time.Now().Add(WriteStallTimeout))
+	s.rc.SetWriteDeadline(time.Now().Add(s.d))
 	defer s.rc.SetWriteDeadline(time.Time{})
 	return s.ResponseWriter.Write(p)
 }
@@ -174,7 +176,7 @@ func (s *stallWriter) Flush() { s.FlushError() }
 
 // FlushError is what http.ResponseController.Flush calls.
 func (s *stallWriter) FlushError() error {
-	s.rc.SetWriteDeadline(time.Now().Add(WriteStallTimeout))
+	s.rc.SetWriteDeadline(time.Now().Add(s.d))
 	defer s.rc.SetWriteDeadline(time.Time{})
 	return s.rc.Flush()
 }
