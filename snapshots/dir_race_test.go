@@ -22,7 +22,7 @@ func TestDropElsewhereStaysDropped(t *testing.T) {
 	defer a.Close()
 	dbA := must(a.Create(ctx, "shop", "op"))
 	must(dbA.Put(ctx, "doc", []byte(`{"v":1}`), WriteOptions{}))
-	time.Sleep(100 * time.Millisecond) // let a's Shared release the file
+	waitReleased(t, filepath.Join(dir, "shop"+Ext)) // a's Shared lets the file go once idle (its linger)
 	b := must(OpenDir(dir, nil))
 	defer b.Close()
 	if err := b.Drop(ctx, "shop"); err != nil {
@@ -77,4 +77,31 @@ func TestConcurrentCreate(t *testing.T) {
 			t.Fatalf("try %d: two creates of one name: %v and %v; want one created and one ConflictError", try, e1, e2)
 		}
 	}
+}
+
+// waitReleased waits until this process holds path open no more (read from /proc/self/fd; where there is none, it
+// waits the linger out), for at most 10 s.
+func waitReleased(t *testing.T, path string) {
+	t.Helper()
+	abs, _ := filepath.Abs(path)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		fds, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			time.Sleep(200 * time.Millisecond)
+			return
+		}
+		open := false
+		for _, fd := range fds {
+			if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && target == abs {
+				open = true
+				break
+			}
+		}
+		if !open {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s is still open after 10 s", path)
 }
