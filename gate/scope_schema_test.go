@@ -76,9 +76,8 @@ func TestScopedRevertVisibleSchemaHiddenChange(t *testing.T) {
 // TestScopedHistoryPastScanLimit: past the scan limit, the history of a hidden resource answers as that of a name
 // nothing ever changed: an empty page and the same cursor, for History and PathHistory alike.
 func TestScopedHistoryPastScanLimit(t *testing.T) {
-	old := snapshots.MaxHistoryScan
-	snapshots.MaxHistoryScan = 3
-	t.Cleanup(func() { snapshots.MaxHistoryScan = old })
+	old := snapshots.SetHistoryScanLimit(3)
+	t.Cleanup(func() { snapshots.SetHistoryScanLimit(old) })
 	ctx := context.Background()
 	g := fixture(t, "")
 	db, err := g.dir.Open(ctx, "shop")

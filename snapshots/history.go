@@ -5,14 +5,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/store"
 )
 
-// MaxHistoryScan bounds how many revisions one history call examines; past it the call returns a cursor to
-// continue. A variable so that tests can lower it.
-var MaxHistoryScan = 10_000
+// maxHistoryScan bounds how many revisions one history call examines; past it the call returns a cursor to
+// continue (10,000; SetHistoryScanLimit lowers it for tests).
+var maxHistoryScan atomic.Int64
+
+func init() { maxHistoryScan.Store(10_000) }
+
+// SetHistoryScanLimit sets how many revisions one history call examines, and returns the limit it replaces: for
+// tests, which need short histories to reach it. Safe while other goroutines read history.
+func SetHistoryScanLimit(n int) (previous int) { return int(maxHistoryScan.Swap(int64(n))) }
 
 // HistoryQuery selects revisions of a branch, newest first, following first parents.
 type HistoryQuery struct {
@@ -60,7 +67,7 @@ func limitOr(n int) int {
 	return n
 }
 
-// ErrScanLimit ends a walk that examined its maximum of revisions (MaxHistoryScan). History and PathHistory then answer
+// ErrScanLimit ends a walk that examined its maximum of revisions (maxHistoryScan). History and PathHistory then answer
 // what they found, with a cursor at the first revision not examined: a filter that matched nothing in that many
 // revisions gets an empty page and a cursor, never an end of history it did not reach.
 var ErrScanLimit = errors.New("history scan limit reached without a match")
@@ -90,7 +97,7 @@ func (db *DB) walk(ctx context.Context, branch string, before uint64, fn func(re
 			}
 		}
 		for scanned := 0; ; scanned++ {
-			if scanned == MaxHistoryScan {
+			if scanned == int(maxHistoryScan.Load()) {
 				stop = rec.Number
 				return ErrScanLimit
 			}

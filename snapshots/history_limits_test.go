@@ -14,9 +14,8 @@ import (
 // longQuietHistory makes revision 2 set config/a, then n revisions that change only another resource.
 func longQuietHistory(t *testing.T, n int) *DB {
 	t.Helper()
-	old := MaxHistoryScan
-	MaxHistoryScan = 40
-	t.Cleanup(func() { MaxHistoryScan = old })
+	old := SetHistoryScanLimit(40)
+	t.Cleanup(func() { SetHistoryScanLimit(old) })
 	ctx := context.Background()
 	db, _ := openTest(t, store.NewMemBackend())
 	must(db.Put(ctx, "config", []byte(`{"a":1}`), WriteOptions{Author: "alice"}))
@@ -26,7 +25,7 @@ func longQuietHistory(t *testing.T, n int) *DB {
 	return db
 }
 
-// TestPathHistoryPastScanLimit: the only change of config/a lies more than MaxHistoryScan revisions below the head
+// TestPathHistoryPastScanLimit: the only change of config/a lies more than the history scan limit below the head
 // (found in review: the walk stopped there and answered "no change", the end of history). It answers a cursor,
 // and following it finds the change, once.
 func TestPathHistoryPastScanLimit(t *testing.T) {

@@ -11,9 +11,8 @@ import (
 // TestLogPastScanLimit: strata log DB RESOURCE finds a change that lies further down than one history call
 // examines (found in review: it failed with "history scan limit reached without a match").
 func TestLogPastScanLimit(t *testing.T) {
-	old := snapshots.MaxHistoryScan
-	snapshots.MaxHistoryScan = 10
-	t.Cleanup(func() { snapshots.MaxHistoryScan = old })
+	old := snapshots.SetHistoryScanLimit(10)
+	t.Cleanup(func() { snapshots.SetHistoryScanLimit(old) })
 	s := newSession(t, false, nil)
 	s.must("", "db", "create", "shop")
 	s.must(`{"a":1}`, "import", "shop", "config", "-")
