@@ -62,9 +62,6 @@ func (c *call) writeOut(res *snapshots.Result) writeOut {
 		Unchanged: res.Unchanged}
 	// A write that committed must answer so, whatever it touched: its list of resources is cut to fit.
 	out.Resources, out.ResourcesMore = clipNames(res.Resources, c.s.budget()/2)
-	if res.Unchanged {
-		out.Parent = 0 // no revision was made: revision is the head, and nothing was made on anything
-	}
 	return out
 }
 

@@ -50,9 +50,11 @@ type Result struct {
 	Preview *Preview `json:"-"`
 }
 
-// unchanged marks a result as a write that changed nothing: Revision stays the branch head, nothing was added.
+// unchanged marks a result as a write that changed nothing: Revision stays the branch head, nothing was added, and
+// no revision was made on anything (Parent 0: the head's own parent, or the head itself as a dry run had it, told
+// callers something that did not happen).
 func (r *Result) unchanged() *Result {
-	r.Unchanged, r.Resources, r.NewNodes, r.NewBytes = true, []string{}, 0, 0
+	r.Unchanged, r.Resources, r.NewNodes, r.NewBytes, r.Parent = true, []string{}, 0, 0, 0
 	return r
 }
 
