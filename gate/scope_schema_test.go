@@ -15,23 +15,8 @@ import (
 // names the hidden resource and quotes its value.
 func TestScopedRevertHidesSchemaViolation(t *testing.T) {
 	ctx := context.Background()
-	g := fixture(t, "")
-	db, err := g.dir.Open(ctx, "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.SetSchema(ctx, hiddenRes, []byte(`{"properties":{"token":{"pattern":"-43$"}}}`), "admin"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateBranch(ctx, "work", snapshots.Ref{}, "admin"); err != nil {
-		t.Fatal(err)
-	}
-	a := actor(t, g, Principal{Name: "scoped", Mode: WritesOn, Scope: scope})
-	v, err := a.Open(ctx, "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = v.Write(ctx, Change{Op: OpRevert, Target: &snapshots.Ref{Snapshot: "snap4"}, Branch: "work"})
+	v := scopedWithSchema(t, hiddenRes, `{"properties":{"token":{"pattern":"-43$"}}}`)
+	_, err := v.Write(ctx, Change{Op: OpRevert, Target: &snapshots.Ref{Snapshot: "snap4"}, Branch: "work"})
 	if err == nil {
 		t.Fatal("the revert committed")
 	}
@@ -50,24 +35,9 @@ func TestScopedRevertHidesSchemaViolation(t *testing.T) {
 // still DENIED: a SCHEMA_VIOLATION would tell the principal that nothing hidden differs.
 func TestScopedRevertVisibleSchemaHiddenChange(t *testing.T) {
 	ctx := context.Background()
-	g := fixture(t, "")
-	db, err := g.dir.Open(ctx, "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.SetSchema(ctx, "orders", []byte(`{"minItems":2}`), "admin"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateBranch(ctx, "work", snapshots.Ref{}, "admin"); err != nil {
-		t.Fatal(err)
-	}
-	a := actor(t, g, Principal{Name: "scoped", Mode: WritesOn, Scope: scope})
-	v, err := a.Open(ctx, "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := scopedWithSchema(t, "orders", `{"minItems":2}`)
 	// Revision 2: one order (the schema wants two), and no secrets yet.
-	_, err = v.Write(ctx, Change{Op: OpRevert, Target: &snapshots.Ref{Revision: 2}, Branch: "work"})
+	_, err := v.Write(ctx, Change{Op: OpRevert, Target: &snapshots.Ref{Revision: 2}, Branch: "work"})
 	if Code(err) != "DENIED" {
 		t.Errorf("code %s (%v), want DENIED", Code(err), err)
 	}
@@ -109,4 +79,26 @@ func TestScopedHistoryPastScanLimit(t *testing.T) {
 	if !strings.Contains(hidden, "0 revisions, next ") || strings.Contains(hidden, "next 0;") {
 		t.Fatalf("past the scan limit: %s, want an empty page and a cursor", hidden)
 	}
+}
+
+// scopedWithSchema is the fixture's shop with a schema on resource, a branch work, and a scoped principal's view.
+func scopedWithSchema(t *testing.T, resource, schema string) *View {
+	t.Helper()
+	ctx := context.Background()
+	g := fixture(t, "")
+	db, err := g.dir.Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SetSchema(ctx, resource, []byte(schema), "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateBranch(ctx, "work", snapshots.Ref{}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	v, err := actor(t, g, Principal{Name: "scoped", Mode: WritesOn, Scope: scope}).Open(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
