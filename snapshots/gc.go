@@ -30,8 +30,8 @@ func recordDropped(tx store.CatalogTx, now time.Time, kind, name string, rev uin
 // records of those deleted at or before it (expired).
 func droppedSince(c store.CatalogReader, cutoff time.Time) (revs []uint64, expired []string, err error) {
 	err = c.Scan(droppedBucket, func(k string, v []byte) bool {
-		var ns uint64
-		if _, err := fmt.Sscanf(k[:min(16, len(k))], "%x", &ns); err != nil {
+		ns, err := strconv.ParseUint(k[:min(16, len(k))], 16, 64)
+		if err != nil {
 			expired = append(expired, k) // not a record of ours: drop it
 			return true
 		}
