@@ -39,23 +39,24 @@ import (
 func (m *merger) array(p Pointer, base, ours, theirs Value) (Value, error) {
 	mark, dups := len(m.settled), m.dups
 	v, err := m.alignedArray(p, base, ours, theirs)
-	if errors.Is(err, errSettleWhole) {
-		m.rollback(mark)
-		m.dups = dups
-		return m.clash(p, "the resolutions given inside this array would lose or repeat an element both sides keep: settle the array as a whole (a resolution at its own path)", base, ours, theirs), nil
-	}
-	if _, whole := m.opts.Resolve[p.String()]; whole && err == nil && len(m.settled) > mark {
-		// A resolution at the array's own path settles every conflict inside it: that side's array.
-		m.rollback(mark)
-		m.dups = dups
-		return m.clash(p, "both sides changed this array in ways that conflict", base, ours, theirs), nil
-	}
-	if err != nil || m.dups == dups {
+	_, wholeAsked := m.opts.Resolve[p.String()]
+	var reason string // set when the array is to be one conflict at its own path
+	switch {
+	case errors.Is(err, errSettleWhole):
+		reason = "the resolutions given inside this array would lose or repeat an element both sides keep: settle the array as a whole (a resolution at its own path)"
+	case err != nil:
 		return v, err
+	case wholeAsked && len(m.settled) > mark:
+		// A resolution at the array's own path settles every conflict inside it: that side's array.
+		reason = "both sides changed this array in ways that conflict"
+	case m.dups != dups:
+		reason = "both sides changed this array in overlapping ways that cannot be reported element by element"
+	default:
+		return v, nil
 	}
 	m.rollback(mark)
 	m.dups = dups
-	return m.clash(p, "both sides changed this array in overlapping ways that cannot be reported element by element", base, ours, theirs), nil
+	return m.clash(p, reason, base, ours, theirs), nil
 }
 
 // mitem is one side's change to a base array, in base positions: the elements [lo, hi) become ins.
