@@ -408,6 +408,13 @@ func TestQueryNamesBranch(t *testing.T) {
 	if r := h.ok("query", `{"database":"shop","resource":"c","query":".","branch":"w"}`); r.str("branch") != "w" {
 		t.Errorf("query through branch w does not name it: %s", r.data)
 	}
+	h.ok("create_snapshot", `{"database":"shop","name":"s1","branch":"w"}`)
+	if r := h.ok("query", `{"database":"shop","resource":"c","query":".","snapshot":"s1"}`); r.str("branch") != "" {
+		t.Errorf("query of a snapshot names a branch: %s", r.data)
+	}
+	if r := h.ok("query", `{"database":"shop","query":"keys"}`); r.str("branch") != "main" {
+		t.Errorf("query of main's head does not name main: %s", r.data)
+	}
 }
 
 // TestBisectRangeErrorsNameArguments: a bad range names the argument at fault (found in review: "from (3) is after

@@ -162,8 +162,12 @@ func queryTool(ctx context.Context, c *call) (string, any, error) {
 		Results: res.Results, More: res.More, NextCursor: res.NextCursor}
 	// Every read names the state it answered, and the branch it read through (found in review: query did not). The
 	// branch is the reference's; the revision is the engine's (pinned by the cursor on later pages).
-	if st, err := v.Resolve(ctx, ref); err == nil {
-		out.Branch = st.Branch
+	if b, ok := ref.ThroughBranch(); ok {
+		out.Branch = b
+	} else if ref.Name != "" { // a branch or a snapshot: only the catalog knows
+		if st, err := v.Resolve(ctx, ref); err == nil {
+			out.Branch = st.Branch
+		}
 	}
 	if out.Results == nil {
 		out.Results = []json.RawMessage{}

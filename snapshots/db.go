@@ -152,6 +152,16 @@ func (r Ref) branch() string {
 	return r.Branch
 }
 
+// ThroughBranch is the branch a state named by the ref is read through, when the ref alone says (a branch, a
+// BRANCH@TIME, or nothing: main); ok is false for a revision or snapshot (no branch) and for a Name, which only
+// the catalog tells apart. A front end names the branch it answered from this, without reading the catalog again.
+func (r Ref) ThroughBranch() (branch string, ok bool) {
+	if r.Revision != 0 || r.Snapshot != "" || r.Name != "" {
+		return "", false
+	}
+	return r.branch(), true
+}
+
 // Validate checks that the ref's fields do not contradict each other.
 func (r Ref) Validate() error {
 	n := 0

@@ -105,8 +105,12 @@ func runQuery(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *que
 	pretty := !o.json && g.env.terminal(w)
 	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
 		out := queryJSON{Results: []json.RawMessage{}}
-		if st, err := db.Resolve(ctx, ref); err == nil {
-			out.Branch = st.Branch
+		if b, ok := ref.ThroughBranch(); ok {
+			out.Branch = b
+		} else if ref.Name != "" { // a branch or a snapshot: only the catalog knows
+			if st, err := db.Resolve(ctx, ref); err == nil {
+				out.Branch = st.Branch
+			}
 		}
 		req := query.Request{Resource: resource, Program: program, Params: ps, Caller: "cli"}
 		printed := 0
