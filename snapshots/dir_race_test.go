@@ -105,3 +105,31 @@ func waitReleased(t *testing.T, path string) {
 	}
 	t.Fatalf("%s is still open after 10 s", path)
 }
+
+// TestOpenWaitsForACreatingFile: a database file still empty because its creator (another process) has not
+// written its first pages yet is waited for a moment, not refused as truncated.
+func TestOpenWaitsForACreatingFile(t *testing.T) {
+	ctx := context.Background()
+	src := t.TempDir()
+	d := must(OpenDir(src, nil))
+	must(d.Create(ctx, "shop", "op"))
+	d.Close()
+	full, err := os.ReadFile(filepath.Join(src, "shop"+Ext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shop"+Ext)
+	if err := os.WriteFile(path, nil, 0o600); err != nil { // made (O_EXCL) and not written yet
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		os.WriteFile(path, full, 0o600) // the creator's first pages
+	}()
+	b := must(OpenDir(dir, nil))
+	defer b.Close()
+	if _, err := b.Open(ctx, "shop"); err != nil {
+		t.Fatalf("opening a database while its creator writes its first pages: %v", err)
+	}
+}
