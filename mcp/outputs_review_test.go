@@ -432,3 +432,21 @@ func TestBisectRangeErrorsNameArguments(t *testing.T) {
 		t.Errorf("to off the branch: %s", r.summary)
 	}
 }
+
+// TestScopedPlanBaseVisible: a scoped agent's plan names its base as the agent sees it: the newest revision it may
+// see, not a hidden head (found in review: the answer named hidden revision 7).
+func TestScopedPlanBaseVisible(t *testing.T) {
+	h := scopeHarness(t)
+	b := h.ok("list_branches", `{"database":"shop"}`)
+	head := b.m["branches"].([]any)[0].(map[string]any)["head"].(json.Number).String()
+	r := h.call("put", `{"database":"shop","resource":"orders","value":[]}`)
+	if r.res.IsError || r.m["plan_id"] == nil {
+		t.Fatalf("setup: a put on main is not a plan here: %s", r.summary)
+	}
+	if got := r.raw("base"); got != head {
+		t.Errorf("the plan's base is %s; main's head as this agent sees it is %s", got, head)
+	}
+	if l := h.ok("list_plans", `{"database":"shop"}`); !strings.Contains(string(l.data), `"base":`+head) {
+		t.Errorf("list_plans: %s, want base %s", l.data, head)
+	}
+}
