@@ -22,7 +22,9 @@ func TestPatchDeepLongKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&m1)
-	if mb := (m1.TotalAlloc - m0.TotalAlloc) >> 20; mb > 60 {
+	mb := (m1.TotalAlloc - m0.TotalAlloc) >> 20
+	t.Logf("one replace %d levels deep under %d-byte keys allocated %d MB", depth, len(k), mb)
+	if mb > 60 {
 		t.Errorf("one replace in a %d KB document allocated %d MB", len(doc)>>10, mb)
 	}
 }
