@@ -65,7 +65,7 @@ type Change struct {
 	ExpectedHead uint64 `json:"expected_head,omitempty"`
 	Message      string `json:"message,omitempty"`
 	// IdempotencyKey makes a retried write return the original result instead of committing twice. Keys are the
-	// principal's own.
+	// principal's own, per branch.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Tool names the front end's tool or command, recorded with the revision ("put", "cli import").
 	Tool string `json:"tool,omitempty"`
@@ -404,8 +404,14 @@ func (v *View) visibleMessage(ctx context.Context, ch *Change) error {
 func (v *View) writeOptions(ch Change) snapshots.WriteOptions {
 	w := snapshots.WriteOptions{Branch: ch.Branch, ExpectedHead: ch.ExpectedHead, Message: ch.Message, Author: v.a.p.Name, Tool: ch.Tool}
 	if ch.IdempotencyKey != "" {
-		// Keys are the caller's own: two principals that happen to pick the same key do not get each other's results.
-		w.IdempotencyKey = "mcp\x00" + v.a.p.Name + "\x00" + ch.IdempotencyKey
+		// Keys are the caller's own, per branch: two principals that happen to pick the same key do not get each
+		// other's results, and a key used again on another branch writes there instead of answering with a revision
+		// of the first branch. Neither a principal's nor a branch's name holds a NUL byte, so the key may.
+		b := ch.Branch
+		if b == "" {
+			b = snapshots.Main
+		}
+		w.IdempotencyKey = "mcp\x00" + v.a.p.Name + "\x00" + b + "\x00" + ch.IdempotencyKey
 	}
 	return w
 }

@@ -470,3 +470,23 @@ func TestPlanOutOfBand(t *testing.T) {
 		t.Errorf("status does not show the decision: %s", s.raw("policy"))
 	}
 }
+
+// TestIdempotencyKeyPerBranch: a key used again on another branch writes there; it does not answer with the first
+// branch's revision (which left the second branch unwritten while the agent was told its write was in).
+func TestIdempotencyKeyPerBranch(t *testing.T) {
+	h := newHarness(t, Config{Writes: gate.WritesOn, Principal: "agent-1"})
+	h.ok("create_database", `{"database":"shop"}`)
+	h.ok("create_branch", `{"database":"shop","name":"b"}`)
+	first := h.ok("put", `{"database":"shop","resource":"notes","value":[1],"idempotency_key":"k1"}`)
+	other := h.ok("put", `{"database":"shop","resource":"notes","value":[2],"branch":"b","idempotency_key":"k1"}`)
+	if other.m["replayed"] == true || other.str("branch") != "b" || other.num("revision") == first.num("revision") {
+		t.Fatalf("the key used again on branch b: %s after %s", other.data, first.data)
+	}
+	if got := h.ok("read", `{"database":"shop","resource":"notes","branch":"b"}`).raw("value"); got != "[2]" {
+		t.Fatalf("branch b's notes: %s", got)
+	}
+	// On its own branch the key still replays.
+	if again := h.ok("put", `{"database":"shop","resource":"notes","value":[2],"branch":"b","idempotency_key":"k1"}`); again.m["replayed"] != true || again.num("revision") != other.num("revision") {
+		t.Fatalf("retry on b: %s", again.data)
+	}
+}
