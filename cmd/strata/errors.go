@@ -92,12 +92,17 @@ func (e *reworded) Error() string { return e.msg }
 func (e *reworded) Unwrap() error { return e.err }
 
 // forCLI rewords the few library messages that speak in MCP terms (expected_head, create_database) or show the
-// CLI's own adjustments (a BRANCH@TIME stands for its whole second) so that they say what to type here.
-func forCLI(err error) error {
+// CLI's own adjustments (a BRANCH@TIME stands for its whole second) so that they say what to type here. args are the
+// command's arguments: every command that takes --expected-head names its database first.
+func forCLI(err error, args []string) error {
 	var ce *snapshots.ConflictError
 	if errors.As(err, &ce) && ce.Msg == "" && ce.Branch != "" {
-		msg := fmt.Sprintf("branch %s is at revision %d, not %d; see what changed (strata log DB --branch %s) and retry with --expected-head %d",
-			ce.Branch, ce.Head, ce.Expected, ce.Branch, ce.Head)
+		db := "DB"
+		if len(args) > 0 {
+			db = args[0]
+		}
+		msg := fmt.Sprintf("branch %s is at revision %d, not %d; see what changed (strata log %s --branch %s) and retry with --expected-head %d",
+			ce.Branch, ce.Head, ce.Expected, db, ce.Branch, ce.Head)
 		return &reworded{strings.Replace(err.Error(), ce.Error(), msg, 1), err}
 	}
 	var nf *snapshots.NotFoundError

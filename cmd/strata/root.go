@@ -204,6 +204,6 @@ func rootArgs(cmd *cobra.Command, args []string) error {
 // action adapts a command's function to cobra, giving its errors their exit codes.
 func action(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		return withExitCode(forCLI(fn(cmd, args)))
+		return withExitCode(forCLI(fn(cmd, args), args))
 	}
 }

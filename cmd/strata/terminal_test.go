@@ -175,3 +175,15 @@ func TestMissingDataDirectory(t *testing.T) {
 		t.Errorf("db list --json without a data directory: %q", out)
 	}
 }
+
+// TestExpectedHeadHint: a stale --expected-head says what to run, with the database named, not "DB".
+func TestExpectedHeadHint(t *testing.T) {
+	s := newSession(t, false, nil)
+	s.must("", "db", "create", "shop")
+	s.must(`{"a":1}`, "import", "shop", "doc", "-")
+	s.must(`{"a":2}`, "import", "shop", "doc", "-")
+	_, errOut, code := s.run(`{"a":3}`, "import", "shop", "doc", "-", "--expected-head", "2")
+	if code != exitConflict || !strings.Contains(errOut, "strata log shop --branch main") || !strings.Contains(errOut, "--expected-head 3") {
+		t.Errorf("import with a stale --expected-head: exit %d, %q", code, errOut)
+	}
+}
