@@ -337,7 +337,13 @@ func (c *call) canElicit() bool {
 		return false
 	}
 	ip := c.req.Session.InitializeParams()
-	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+		return false
+	}
+	// {} (before 2025-11-25) means form mode; a client that names only url cannot be asked a form question, and the
+	// go-sdk would fail the whole call if it were.
+	e := ip.Capabilities.Elicitation
+	return e.Form != nil || e.URL == nil
 }
 
 func (c *call) clientName() string {

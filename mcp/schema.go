@@ -7,7 +7,7 @@ import (
 )
 
 // Schemas are written by hand, as plain maps, so that nothing is inferred, and so that every LLM API and MCP client
-// accepts them (docs/design.md §3.4): every object has non-empty properties (or none at all) and is closed
+// accepts them (docs/design.md §3.4): every object has non-empty properties (but the arguments of a tool that takes none: {}) and is closed
 // (additionalProperties: false, which OpenAI and Anthropic accept and which mcp-go hosts keep), every array has items,
 // a type is always one name (never a list: Gemini and VS Code refuse or mangle them), free-form JSON is an untyped
 // schema with a description (the form OpenAI, Gemini and Anthropic all take), and no subschema is the bare boolean
@@ -84,11 +84,13 @@ func (p param) schema() schema {
 	return s
 }
 
-// inputSchema is the closed object schema of a tool's arguments. A tool without arguments has no properties at all
-// (an empty properties object is refused by Gemini).
+// inputSchema is the closed object schema of a tool's arguments. A tool without arguments has an empty properties
+// object: OpenAI refuses a function whose parameters have no properties member ("object schema missing
+// properties"), and to Gemini's protocol buffers an absent map and an empty one are the same.
 func inputSchema(params []param) schema {
 	s := schema{"type": "object", "additionalProperties": false}
 	if len(params) == 0 {
+		s["properties"] = schema{}
 		return s
 	}
 	props := schema{}
