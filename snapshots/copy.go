@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/strata-db/strata/revision"
 	"github.com/strata-db/strata/store"
@@ -131,6 +132,9 @@ func CopyDatabase(ctx context.Context, src, dst *Dir, name string, progress func
 		}
 		return nil, err
 	}
+	// A copy of this database killed before it took its name left its half under a temporary name, which no one
+	// can open, list or drop: now that the name is taken, any other copy to it would fail anyway, so they go.
+	dst.dropStaleCopies(ctx, name)
 	rep := &CopyReport{Database: name, Revisions: len(dump.Revisions), Branches: len(dump.Branches), Snapshots: len(dump.Labels),
 		Nodes: len(seen), NodeBytes: cn.bytes}
 	if n := len(dump.Revisions); n > 0 {
@@ -177,4 +181,35 @@ func (c *copyNodes) flush(ctx context.Context, all bool) error {
 	c.bytes += st.RawBytes
 	c.batch, c.size = nil, 0
 	return nil
+}
+
+// dropStaleCopies removes the storage of copies of database name that were interrupted (a process killed in the
+// middle of CopyDatabase): names "name.copy-…", which Names hides and Drop refuses.
+func (d *Dir) dropStaleCopies(ctx context.Context, name string) {
+	prefix := name + ".copy-"
+	var stale []string
+	if d.pg != nil {
+		names, err := d.pg.Names(ctx)
+		if err != nil {
+			return
+		}
+		for _, n := range names {
+			if strings.HasPrefix(n, prefix) {
+				stale = append(stale, n)
+			}
+		}
+	} else {
+		ents, err := os.ReadDir(d.path)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if n, ok := strings.CutSuffix(e.Name(), Ext); ok && strings.HasPrefix(n, prefix) && e.Type().IsRegular() {
+				stale = append(stale, n)
+			}
+		}
+	}
+	for _, n := range stale {
+		_ = d.dropStorage(context.WithoutCancel(ctx), n)
+	}
 }

@@ -605,7 +605,7 @@ func (b *Bolt) missing(h Hash) error {
 	if p := b.failed.Load(); p != nil {
 		return fmt.Errorf("%w: %s: %w", ErrFailStop, b.path, *p)
 	}
-	return &MissingError{Hash: h}
+	return fmt.Errorf("%s: %w", b.path, &MissingError{Hash: h})
 }
 
 // PutNodes implements NodeWriter: one durable write transaction stores every node not already present. A node whose

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -29,7 +31,18 @@ func (b *Bolt) View(ctx context.Context, fn func(CatalogReader) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return b.view(func(tx *bolt.Tx) error { return fn(&boltCat{tx: tx, b: b}) })
+	return b.damage(b.view(func(tx *bolt.Tx) error { return fn(&boltCat{tx: tx, b: b}) }))
+}
+
+// damage names the file in an error that reports damage to it (a catalog entry failing its checksum, a node
+// missing), so that the operator's log says which database to restore (gate.FileFaultHint). Errors of the store's
+// own that name it already (fail-stop, closed) are left as they are.
+func (b *Bolt) damage(err error) error {
+	if err == nil || !(errors.Is(err, ErrCorruptNode) || errors.Is(err, ErrNodeMissing)) ||
+		strings.Contains(err.Error(), b.path) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", b.path, err)
 }
 
 // NodeCodec implements Backend: zstd in a format-3 file, S2 in the older formats.
@@ -37,7 +50,7 @@ func (b *Bolt) NodeCodec() Codec { return b.codec }
 
 // Update implements Backend: fn's writes, nodes included, commit in one durable bbolt transaction, or not at all.
 func (b *Bolt) Update(ctx context.Context, fn func(CatalogTx) error) error {
-	return b.update(ctx, func(tx *bolt.Tx, nt *nodeTx) error {
+	return b.damage(b.update(ctx, func(tx *bolt.Tx, nt *nodeTx) error {
 		c := &boltCat{tx: tx, b: b, nt: nt}
 		if err := fn(c); err != nil {
 			return err
@@ -46,7 +59,7 @@ func (b *Bolt) Update(ctx context.Context, fn func(CatalogTx) error) error {
 			return errNoCommit // nothing changed: no commit, no fsync
 		}
 		return nil
-	})
+	}))
 }
 
 var _ Backend = (*Bolt)(nil)
