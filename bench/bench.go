@@ -80,9 +80,12 @@ func (o *Options) fill() error {
 			o.N = []int{10_000}
 		}
 	}
-	for _, n := range o.N {
+	for j, n := range o.N {
 		if n < 1 {
 			return fmt.Errorf("bench: N must be at least 1, not %d", n)
+		}
+		if slices.Contains(o.N[:j], n) {
+			return fmt.Errorf("bench: N = %d given twice", n)
 		}
 	}
 	if len(o.Systems) == 0 {
@@ -301,6 +304,12 @@ type concurrentCommitter interface {
 	concurrentCommit(ctx context.Context, i, score int) error
 }
 
+// concurrentPreparer is a concurrentCommitter whose writers need sessions of their own (client processes): (j)
+// opens them before its clock starts, so that neither phase times a process start.
+type concurrentPreparer interface {
+	prepareConcurrent(ctx context.Context, writers int) error
+}
+
 // detect reports whether a system can run here, and why not. stop, when not nil, ends what its systems share (a
 // server) at the end of the suite.
 func detect(name string) (mk func() system, stop func() error, why string) {
@@ -475,6 +484,10 @@ func runOne(ctx context.Context, o *Options, rep *Report, name string, s system,
 	lat := make([]float64, 0, K)
 	var nb []float64
 	for k := 1; k <= K; k++ {
+		// A system's driver may not look at ctx (the SQL shells do not): the suite does, between operations.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		c := w.changes[k-1]
 		t0 := time.Now()
 		if err := s.commit(ctx, k, c.i, c.score); err != nil {
@@ -511,6 +524,9 @@ func runOne(ctx context.Context, o *Options, rep *Report, name string, s system,
 	timedChecked := func(what string, fn func(r int) ([]byte, error), check func(r int, got []byte) error) error {
 		xs := make([]float64, 0, reps)
 		for r := 0; r < reps; r++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			t0 := time.Now()
 			got, err := fn(r)
 			took := time.Since(t0)
@@ -545,6 +561,9 @@ func runOne(ctx context.Context, o *Options, rep *Report, name string, s system,
 	var cold, warm []float64
 	for _, i := range pick {
 		for k := 0; k < 2; k++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			t0 := time.Now()
 			b, err := s.readElement(ctx, half, i)
 			took := ms(time.Since(t0))
@@ -563,13 +582,15 @@ func runOne(ctx context.Context, o *Options, rep *Report, name string, s system,
 	}
 	rec("read-old-cold", Summarize(cold).Median)
 	rec("read-old", Summarize(warm).Median)
-	// (f)
+	// (f) The answers of (f) and (h) are worked out before the clock starts: w.changedBetween and w.over90 are not
+	// free (the latter is O(N)).
+	wantDiff, wantJQ := w.changedBetween(half, K), w.over90(K)
 	if err := timed("diff", func(int) error {
 		got, err := s.diff(ctx, half, K)
 		if err != nil {
 			return err
 		}
-		if want := w.changedBetween(half, K); got != want {
+		if want := wantDiff; got != want {
 			return fmt.Errorf("%d elements differ, want %d", got, want)
 		}
 		return nil
@@ -611,7 +632,7 @@ func runOne(ctx context.Context, o *Options, rep *Report, name string, s system,
 		if err != nil {
 			return err
 		}
-		if want := w.over90(K); got != want {
+		if want := wantJQ; got != want {
 			return fmt.Errorf("jq counted %d, want %d", got, want)
 		}
 		return nil
@@ -621,9 +642,12 @@ func runOne(ctx context.Context, o *Options, rep *Report, name string, s system,
 	if iq, ok := s.(incrementalQuerier); ok && K >= 1 {
 		xs := make([]float64, 0, reps)
 		for r := 0; r < reps; r++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			got, took, err := iq.jqAfterCommit(ctx, K)
-			if err == nil && got != w.over90(K) {
-				err = fmt.Errorf("counted %d, want %d", got, w.over90(K))
+			if err == nil && got != wantJQ {
+				err = fmt.Errorf("counted %d, want %d", got, wantJQ)
 			}
 			if err != nil {
 				return fmt.Errorf("jq-after-commit: %w", err)
@@ -673,23 +697,35 @@ func runOne(ctx context.Context, o *Options, rep *Report, name string, s system,
 // concurrency measures m commits from one goroutine, then m commits from 8, and returns the second's throughput over
 // the first's.
 func concurrency(ctx context.Context, cc concurrentCommitter, n, m int) (float64, error) {
+	const writers = 8
+	if p, ok := cc.(concurrentPreparer); ok {
+		if err := p.prepareConcurrent(ctx, writers); err != nil {
+			return 0, err
+		}
+	}
 	rng := rand.New(rand.NewPCG(uint64(n), 1234))
 	score := 100_000
 	t0 := time.Now()
 	for j := 0; j < m; j++ {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		score++
 		if err := cc.concurrentCommit(ctx, rng.IntN(n), score); err != nil {
 			return 0, err
 		}
 	}
 	serial := float64(m) / time.Since(t0).Seconds()
-	const writers = 8
 	errs := make(chan error, writers)
 	t0 = time.Now()
 	for wr := 0; wr < writers; wr++ {
 		go func(wr int) {
 			r := rand.New(rand.NewPCG(uint64(n), uint64(wr)))
 			for j := wr; j < m; j += writers {
+				if err := ctx.Err(); err != nil {
+					errs <- err
+					return
+				}
 				if err := cc.concurrentCommit(ctx, r.IntN(n), 200_000+j); err != nil {
 					errs <- err
 					return

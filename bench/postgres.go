@@ -155,6 +155,10 @@ func (s *pgSystem) concurrentCommit(_ context.Context, i, score int) error {
 	return s.writers.exec(fmt.Sprintf("BEGIN; SELECT pg_advisory_xact_lock(7); INSERT INTO history SELECT rev+1, jsonb_set(doc, '{%d,score}', '%d') FROM history WHERE rev = (SELECT max(rev) FROM history); COMMIT;", i, score))
 }
 
+func (s *pgSystem) prepareConcurrent(_ context.Context, writers int) error {
+	return s.writers.warm(writers)
+}
+
 func (s *pgSystem) close() error {
 	if s.sh == nil {
 		return nil

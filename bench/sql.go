@@ -157,6 +157,26 @@ func (p *shellPool) exec(sql string) error {
 	return err
 }
 
+// warm opens sessions until n are open (all idle): what the writers of (j) will use, opened before it is timed.
+func (p *shellPool) warm(n int) error {
+	for {
+		p.mu.Lock()
+		have := len(p.all)
+		p.mu.Unlock()
+		if have >= n {
+			return nil
+		}
+		sh, err := p.open()
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.all = append(p.all, sh)
+		p.idle = append(p.idle, sh)
+		p.mu.Unlock()
+	}
+}
+
 func (p *shellPool) close() {
 	for _, sh := range p.all {
 		sh.close()
@@ -250,6 +270,10 @@ func (s *sqliteSystem) jq(_ context.Context, k int) (int, error) {
 // the others wait on its lock (busy_timeout), and each commit is its own WAL fsync.
 func (s *sqliteSystem) concurrentCommit(_ context.Context, i, score int) error {
 	return s.writers.exec(fmt.Sprintf("BEGIN IMMEDIATE; INSERT INTO history SELECT rev+1, json_set(doc, '$[%d].score', %d) FROM history WHERE rev = (SELECT max(rev) FROM history); COMMIT;", i, score))
+}
+
+func (s *sqliteSystem) prepareConcurrent(_ context.Context, writers int) error {
+	return s.writers.warm(writers)
 }
 
 // writer opens a sqlite3 process for (j): durable commits, and a wait for the write lock instead of an error.

@@ -65,9 +65,15 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, g *globalOptions, o
 	if o.runs < 0 || o.k < 0 {
 		return usageErrorf("--runs and --k must be positive")
 	}
-	for _, n := range o.n {
+	if o.k == 1 {
+		return usageErrorf("--k must be at least 2 (the suite reads and diffs revision K/2 against K)")
+	}
+	for j, n := range o.n {
 		if n < 1 {
 			return usageErrorf("--n: a size must be at least 1, not %d", n)
+		}
+		if contains(o.n[:j], n) {
+			return usageErrorf("--n: the size %d is given twice", n)
 		}
 	}
 	for _, s := range o.systems {
@@ -90,6 +96,9 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, g *globalOptions, o
 			b, err := os.ReadFile(p)
 			if err != nil {
 				return err
+			}
+			if _, err := bench.ReadJSON(b); err != nil {
+				return usageErrorf("--from %s: not the measurements --json writes: %v", p, err)
 			}
 			files = append(files, b)
 		}
@@ -124,7 +133,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, g *globalOptions, o
 	return nil
 }
 
-func contains(list []string, s string) bool {
+func contains[T comparable](list []T, s T) bool {
 	for _, x := range list {
 		if x == s {
 			return true
