@@ -134,20 +134,18 @@ func (e *Engine) Bisect(ctx context.Context, db *snapshots.DB, req BisectRequest
 				src.v = v
 			}
 		}
-		var h store.Hash
+		var h store.Hash // the zero hash stands for null (an absent or hidden resource): no value has it
 		if !src.null {
 			h = src.v.Hash()
-			if b, ok := memo[h]; ok {
-				return b, nil
-			}
+		}
+		if b, ok := memo[h]; ok {
+			return b, nil
 		}
 		b, err := e.truth(ctx, prog, ps, src)
 		if err != nil {
 			return false, fmt.Errorf("evaluating the predicate at revision %d: %w", r.Number, err)
 		}
-		if !src.null {
-			memo[h] = b
-		}
+		memo[h] = b
 		res.Evaluations = append(res.Evaluations, Evaluation{Revision: r.Number, Value: b})
 		return b, nil
 	}

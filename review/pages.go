@@ -190,9 +190,16 @@ func (h *Handler) revisionPage(q *req) error {
 	}
 	dv := buildDiff(d.Diff, offset, diffContext{db: db, from: fromRef, to: strconv.FormatUint(n, 10),
 		pageURL: revURL(db, n), query: map[string][]string{}})
+	// "history from here" walks the branch the revision was made on, which may since have been deleted (or made
+	// anew elsewhere): link it only while that branch's first-parent history still passes through this revision.
+	history := ""
+	if hp, err := v.History(q.ctx, snapshots.HistoryQuery{Branch: d.Rev.Branch, Before: n + 1, Limit: 1}); err == nil &&
+		len(hp.Revisions) > 0 && hp.Revisions[0].Number == n {
+		history = withQuery(dbURL(db, "history"), map[string][]string{"branch": {d.Rev.Branch}, "before": {strconv.FormatUint(n+1, 10)}})
+	}
 	q.render(200, "revision", fmt.Sprintf("Revision %d", n), map[string]any{"DB": db, "DBURL": dbURL(db),
 		"Rev": revRow{RevisionRecord: d.Rev, URL: revURL(db, n), Parents: parentLinks(db, d.Rev.Parents)}, "Diff": dv,
-		"History": withQuery(dbURL(db, "history"), map[string][]string{"branch": {d.Rev.Branch}, "before": {strconv.FormatUint(n+1, 10)}})})
+		"History": history})
 	return nil
 }
 
@@ -226,7 +233,7 @@ func (h *Handler) diffPage(q *req) error {
 	}
 	states := [2]snapshots.State{}
 	for i, s := range []string{from, to} {
-		ref, err := snapshots.ParseRef(s)
+		ref, err := snapshots.ParseRefWholeSecond(s)
 		if err != nil {
 			return err
 		}
@@ -269,7 +276,7 @@ func (h *Handler) valuePage(q *req) error {
 	if err != nil || len(ptr) == 0 {
 		return gate.Errorf(gate.CodeInvalidPath, "path %q must name a resource and optionally a path inside it: /resource/…", clip(path, 80))
 	}
-	ref, err := snapshots.ParseRef(at)
+	ref, err := snapshots.ParseRefWholeSecond(at)
 	if err != nil {
 		return err
 	}

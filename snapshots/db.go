@@ -199,6 +199,21 @@ func ParseRef(s string) (Ref, error) {
 	return Ref{Name: s}, nil
 }
 
+// ParseRefWholeSecond is ParseRef for a ref a person typed or copied from a listing that shows times to the second
+// (strata log, the review page): a BRANCH@TIME without fractions of a second stands for the whole second, so that
+// the time shown for a revision names that revision and not the one before it (docs/design.md §5).
+func ParseRefWholeSecond(s string) (Ref, error) {
+	ref, err := ParseRef(s)
+	if err != nil {
+		return ref, err
+	}
+	if i := strings.LastIndexByte(s, '@'); i >= 0 && ref.At != nil && !strings.ContainsAny(s[i:], ".,") {
+		end := ref.At.Add(time.Second - time.Nanosecond)
+		ref.At = &end
+	}
+	return ref, nil
+}
+
 // State is what a ref resolved to.
 type State struct {
 	Rev    store.RevisionRecord
@@ -264,7 +279,7 @@ func resolve(c store.CatalogReader, ref Ref) (State, error) {
 			}
 			if !ok {
 				return State{}, &NotFoundError{What: "revision", Name: ref.String(),
-					Hint: fmt.Sprintf("branch %s did not exist yet at %s (it was created %s)", branch, ref.At.UTC().Format(time.RFC3339), b.Created.Format(time.RFC3339))}
+					Hint: fmt.Sprintf("branch %s did not exist yet at %s (it was created %s)", branch, ref.At.UTC().Format(time.RFC3339Nano), b.Created.UTC().Format(time.RFC3339Nano))}
 			}
 			n = rev
 		}

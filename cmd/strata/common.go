@@ -115,13 +115,9 @@ const wholeSecond = ".999999999"
 // A time without fractions of a second stands for the whole second, so that a time copied from `strata log`
 // (which shows seconds) names the revision shown there and not the one before it.
 func parseRef(s string) (snapshots.Ref, error) {
-	ref, err := snapshots.ParseRef(s)
+	ref, err := snapshots.ParseRefWholeSecond(s)
 	if err != nil {
 		return ref, err
-	}
-	if i := strings.LastIndexByte(s, '@'); i >= 0 && ref.At != nil && !strings.ContainsAny(s[i:], ".,") {
-		end := ref.At.Add(time.Second - time.Nanosecond)
-		ref.At = &end
 	}
 	if ref.At != nil && ref.Branch == "" {
 		ref.Branch = snapshots.Main

@@ -113,6 +113,7 @@ func forCLI(err error, args []string) error {
 			cp.Hint = "create it with: strata db create " + nf.Name
 		case nf.What == "revision" && strings.Contains(nf.Name, wholeSecond):
 			cp.Name = strings.Replace(nf.Name, wholeSecond, "", 1)
+			cp.Hint = strings.Replace(nf.Hint, wholeSecond, "", 1)
 		default:
 			return err
 		}
