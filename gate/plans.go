@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -210,6 +211,13 @@ func (v *View) ApplyPlan(ctx context.Context, p snapshots.Plan, confirmedBy stri
 		return nil, err
 	}
 	out, err := v.write(ctx, ch, &applying{plan: p, confirmedBy: confirmedBy})
+	var nf *snapshots.NotFoundError
+	if errors.As(err, &nf) && nf.What == "branch" {
+		// The branch the plan writes, or the one a promote brings in, was deleted since: the change cannot be made as
+		// previewed, as a delete_branch plan's cannot once its branch is gone (found in review: this answered
+		// NOT_FOUND for a branch the apply_plan call never named).
+		err = fmt.Errorf("%w: branch %s, which plan %s needs, no longer exists; nothing was written", snapshots.ErrPlanChanged, nf.Name, p.ID)
+	}
 	if err == nil && out.Plan != nil {
 		return nil, fmt.Errorf("plan %s: the change made a plan again instead of applying it", p.ID)
 	}

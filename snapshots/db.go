@@ -244,6 +244,10 @@ func resolve(c store.CatalogReader, ref Ref) (State, error) {
 	case ref.Snapshot != "":
 		l, err := c.Label(ref.Snapshot)
 		if err != nil {
+			if _, berr := c.Branch(ref.Snapshot); berr == nil && errors.Is(err, store.ErrNotFound) {
+				return State{}, &NotFoundError{What: "snapshot", Name: ref.Snapshot,
+					Hint: fmt.Sprintf("%s is a branch, not a snapshot: name it as a branch", ref.Snapshot)}
+			}
 			return State{}, notFoundRef(c, "snapshot", ref.Snapshot, err)
 		}
 		n = l.Revision
@@ -263,11 +267,14 @@ func resolve(c store.CatalogReader, ref Ref) (State, error) {
 		branch = ref.branch()
 		b, err := c.Branch(branch)
 		if err != nil {
-			if _, lerr := c.Label(branch); ref.At != nil && lerr == nil && errors.Is(err, store.ErrNotFound) {
+			if _, lerr := c.Label(branch); lerr == nil && errors.Is(err, store.ErrNotFound) {
 				// NAME@TIME reads a branch's head log; a snapshot names one revision for ever (a review's
 				// suspicion: this said only that branch v1 was not found).
-				return State{}, &NotFoundError{What: "branch", Name: branch,
-					Hint: fmt.Sprintf("%s is a snapshot, not a branch: a snapshot names one revision, so read it without a time (%s)", branch, branch)}
+				hint := fmt.Sprintf("%s is a snapshot, not a branch: a snapshot names one revision, so read it without a time (%s)", branch, branch)
+				if ref.At == nil {
+					hint = fmt.Sprintf("%s is a snapshot, not a branch: name it as a snapshot", branch)
+				}
+				return State{}, &NotFoundError{What: "branch", Name: branch, Hint: hint}
 			}
 			return State{}, notFoundRef(c, "branch", branch, err)
 		}

@@ -242,15 +242,34 @@ func (db *DB) Diff(ctx context.Context, from, to Ref, resource string, path revi
 		if !va.IsValid() && !vb.IsValid() {
 			return nil, a, b, &NotFoundError{What: "resource", Name: resource + path.String(), Hint: fmt.Sprintf("absent in both revision %d and revision %d", a.Rev.Number, b.Rev.Number)}
 		}
-		if !va.IsValid() {
-			va = revision.NullValue
-		}
-		if !vb.IsValid() {
-			vb = revision.NullValue
+		if !va.IsValid() || !vb.IsValid() {
+			// Absent on one side: the value was added or removed there, as the whole-database diff says (found in
+			// review: this compared with null, and answered a replace of a null that was never there).
+			d, err := db.appeared(ctx, va, vb)
+			return d, a, b, err
 		}
 	}
 	d, err := db.forest.Diff(ctx, va, vb, opts)
 	return d, a, b, err
+}
+
+// appeared is the diff of a value present on one side only: one add at "" (va absent) or one remove (vb absent).
+func (db *DB) appeared(ctx context.Context, va, vb revision.Value) (*revision.DiffResult, error) {
+	d := &revision.DiffResult{Operations: []revision.DiffOp{}}
+	if !va.IsValid() {
+		j, err := db.forest.JSON(ctx, vb)
+		if err != nil {
+			return nil, err
+		}
+		d.Operations, d.Counts.Added = append(d.Operations, revision.DiffOp{Op: "add", Path: "", Value: j}), 1
+		return d, nil
+	}
+	j, err := db.forest.JSON(ctx, va)
+	if err != nil {
+		return nil, err
+	}
+	d.Operations, d.Counts.Removed = append(d.Operations, revision.DiffOp{Op: "remove", Path: "", OldValue: j}), 1
+	return d, nil
 }
 
 // PromoteResult says how a branch was promoted.

@@ -36,7 +36,7 @@ func ValidResourceName(name string) error {
 // digit, at most 128 characters, and not all digits (those are revision numbers).
 func ValidRefName(kind, name string) error {
 	if !refName.MatchString(name) || allDigits.MatchString(name) || strings.Contains(name, "..") {
-		return invalid("%s name %q is not valid: use 1 to 128 letters, digits, '.', '_', '-' or '/', starting with a letter or digit, not only digits (for example \"try-discounts\")", kind, clip(name))
+		return invalid("%s name %q is not valid: use 1 to 128 ASCII letters, digits, '.', '_', '-' or '/', starting with a letter or digit, not only digits and without \"..\" (for example \"try-discounts\")", kind, clip(name))
 	}
 	return nil
 }
