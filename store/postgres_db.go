@@ -70,6 +70,9 @@ func (d *PostgresDB) dropped() error {
 type pgStmt struct {
 	sql  string
 	args []any
+	// check, if set, is told the statement's command tag (a read transaction's check that the database is still
+	// there, sent with BEGIN).
+	check func(pgconn.CommandTag) error
 }
 
 // pgCat is a transaction on one connection. Writes are queued and sent with the next read, or with the COMMIT, in
@@ -113,13 +116,19 @@ func (c *pgCat) query(doing, sql string, args []any, each func(pgx.Rows) error) 
 		b.Queue(s.sql, s.args...)
 	}
 	b.Queue(sql, args...)
-	n := len(c.pending)
+	sent := c.pending
 	c.pending = nil
 	br := c.conn.SendBatch(c.ctx, b)
 	defer br.Close()
-	for range n {
-		if _, err := br.Exec(); err != nil {
+	for _, s := range sent {
+		tag, err := br.Exec()
+		if err != nil {
 			return c.fail("writing", err)
+		}
+		if s.check != nil {
+			if err := s.check(tag); err != nil {
+				return err
+			}
 		}
 	}
 	c.inTx = true
@@ -142,7 +151,7 @@ func (c *pgCat) query(doing, sql string, args []any, each func(pgx.Rows) error) 
 
 func (c *pgCat) queue(sql string, args ...any) {
 	c.wrote = true
-	c.pending = append(c.pending, pgStmt{sql, args})
+	c.pending = append(c.pending, pgStmt{sql: sql, args: args})
 }
 
 // one reads one column of at most one row; ok is false when there is none.
@@ -190,7 +199,16 @@ func (d *PostgresDB) View(ctx context.Context, fn func(CatalogReader) error) err
 		return err
 	}
 	defer conn.Release()
-	c := &pgCat{ctx: ctx, d: d, conn: conn, pending: []pgStmt{{sql: "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"}}}
+	// BEGIN goes with fn's first read, and so does a look at the database's row, which the snapshot then holds: a
+	// database another server dropped (and perhaps created again, under another id) is ErrDropped, not a catalog
+	// that seems empty ("branch main not found"; found in review).
+	c := &pgCat{ctx: ctx, d: d, conn: conn, pending: []pgStmt{{sql: "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"},
+		{sql: "SELECT 1 FROM strata_databases WHERE id = $1", args: []any{d.id}, check: func(tag pgconn.CommandTag) error {
+			if tag.RowsAffected() == 0 {
+				return d.dropped()
+			}
+			return nil
+		}}}}
 	if err := fn(c); err != nil {
 		c.rollback()
 		return err

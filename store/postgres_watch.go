@@ -209,15 +209,23 @@ func (h *pgHub) listen(ctx context.Context, poll time.Duration) {
 	h.listening.Store(true)
 	defer h.listening.Store(false)
 	h.poll(ctx)
+	next := time.Now().Add(10 * poll)
 	for {
-		wctx, cancel := context.WithTimeout(ctx, 10*poll)
+		// Poll every ten intervals however many notifications come: a drop is announced by none, and other
+		// databases (of this installation, or of another schema on the channel) may keep the connection busy (found
+		// in review: a busy neighbour kept a dropped database's watch waiting for ever).
+		if time.Until(next) <= 0 {
+			h.poll(ctx)
+			next = time.Now().Add(10 * poll)
+		}
+		wctx, cancel := context.WithDeadline(ctx, next)
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil && wctx.Err() != nil && !conn.IsClosed():
-			h.poll(ctx) // quiet for a while: check anyway
+			// quiet until the next poll: the loop polls
 		case err != nil:
 			return // the connection dropped: poll until listening again
 		default:
