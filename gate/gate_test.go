@@ -187,9 +187,9 @@ func TestHiddenIsMissing(t *testing.T) {
 			t.Errorf("History lists hidden revision %d", r.Number)
 		}
 	}
-	ch, nh, eh := v.PathHistory(ctx, "", hiddenRes, revision.MustPointer("/token"), 10, 0)
-	cm, nm, em := v.PathHistory(ctx, "", missingRes, revision.MustPointer("/token"), 10, 0)
-	same("PathHistory", answer([]any{ch, nh}, eh), answer([]any{cm, nm}, em))
+	yh, eh := v.PathHistory(ctx, snapshots.HistoryQuery{Resource: hiddenRes, Path: revision.MustPointer("/token"), Limit: 10})
+	ym, em := v.PathHistory(ctx, snapshots.HistoryQuery{Resource: missingRes, Path: revision.MustPointer("/token"), Limit: 10})
+	same("PathHistory", answer(yh, eh), answer(ym, em))
 	first, err := v.Resolve(ctx, snapshots.Ref{Revision: 1})
 	if err != nil {
 		t.Fatal(err)

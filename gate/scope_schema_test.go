@@ -69,8 +69,11 @@ func TestScopedHistoryPastScanLimit(t *testing.T) {
 		if err != nil {
 			return err.Error()
 		}
-		chs, next, err := v.PathHistory(ctx, "main", resource, revision.MustPointer("/token"), 10, 0)
-		return fmt.Sprintf("%d revisions, next %d; %d changes, next %d, %v", len(p.Revisions), p.Next, len(chs), next, err)
+		ph, err := v.PathHistory(ctx, snapshots.HistoryQuery{Branch: "main", Resource: resource, Path: revision.MustPointer("/token"), Limit: 10})
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("%d revisions, next %d; %d changes, next %d", len(p.Revisions), p.Next, len(ph.Changes), ph.Next)
 	}
 	hidden, missing := answer(hiddenRes), answer("nosuch")
 	if hidden != missing {

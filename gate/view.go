@@ -322,6 +322,12 @@ func (v *View) History(ctx context.Context, q snapshots.HistoryQuery) (*snapshot
 		if err != nil {
 			return nil, err
 		}
+		// Every round reads the chain the first one did. The page names its start as the principal may see it: the
+		// newest visible revision on that chain, from which the same visible revisions follow.
+		if out.Head == 0 {
+			out.Head = v.visibleNumber(ctx, p.Head, memo)
+		}
+		q.Head = p.Head
 		for _, r := range p.Revisions {
 			if v.revisionVisible(r) {
 				out.Revisions = append(out.Revisions, v.Record(ctx, r, memo))
@@ -470,28 +476,30 @@ func (v *View) scopedDiff(ctx context.Context, a, b revision.Value, maxOps int) 
 	return out, nil
 }
 
-// PathHistory lists the revisions of a branch, newest first, where the value at a path inside a resource changed,
+// PathHistory lists the revisions of a branch, newest first, where the value at q.Path inside q.Resource changed,
 // each record as Record shows it. A hidden resource is missing: the branch is walked, and no revision changed it.
-func (v *View) PathHistory(ctx context.Context, branch, resource string, ptr revision.Pointer, limit int, before uint64) ([]snapshots.PathChange, uint64, error) {
-	if v.a.limited() && !v.a.resPermitted(resource) {
-		if err := snapshots.ValidResourceName(resource); err != nil {
-			return nil, 0, err
+func (v *View) PathHistory(ctx context.Context, q snapshots.HistoryQuery) (*snapshots.PathHistoryPage, error) {
+	if v.a.limited() && !v.a.resPermitted(q.Resource) {
+		if err := snapshots.ValidResourceName(q.Resource); err != nil {
+			return nil, err
 		}
-		p, err := v.db.History(ctx, snapshots.HistoryQuery{Branch: branch, Resource: noResource, Limit: 1, Before: before})
+		p, err := v.db.History(ctx, snapshots.HistoryQuery{Branch: q.Branch, Resource: noResource, Limit: 1, Before: q.Before, Head: q.Head})
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
-		return []snapshots.PathChange{}, p.Next, nil // the cursor a walk past the scan limit gives any name
+		// the cursor a walk past the scan limit gives any name
+		return &snapshots.PathHistoryPage{Changes: []snapshots.PathChange{}, Next: p.Next, Head: v.VisibleRevision(ctx, p.Head)}, nil
 	}
-	chs, next, err := v.db.PathHistory(ctx, branch, resource, ptr, limit, before)
+	p, err := v.db.PathHistory(ctx, q)
 	if err != nil || !v.a.limited() {
-		return chs, next, err
+		return p, err
 	}
 	memo := map[uint64]uint64{}
-	for i := range chs {
-		chs[i].Rev = v.Record(ctx, chs[i].Rev, memo)
+	p.Head = v.visibleNumber(ctx, p.Head, memo)
+	for i := range p.Changes {
+		p.Changes[i].Rev = v.Record(ctx, p.Changes[i].Rev, memo)
 	}
-	return chs, next, nil
+	return p, nil
 }
 
 // Branches lists the branches, each head and base as its newest visible revision.

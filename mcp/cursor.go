@@ -25,6 +25,7 @@ type cursorState struct {
 	Revs   []uint64 `json:"r,omitempty"` // the revisions the first page read
 	Offset uint64   `json:"o,omitempty"` // the position to continue from (members, elements, operations)
 	Before uint64   `json:"b,omitempty"` // history: continue below this revision
+	Head   uint64   `json:"h,omitempty"` // history: the revision the first page walked from
 	After  string   `json:"n,omitempty"` // name lists: continue after this name
 }
 

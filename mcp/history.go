@@ -35,15 +35,16 @@ func (c *call) pathFilter() (string, revision.Pointer, error) {
 }
 
 // pageBefore pages a page of revisions, newest first, that the library read up to next (0 when there are no older
-// ones): it keeps what fits the budget and, where more follow, makes the cursor that continues below the last one kept.
-func pageBefore[T any](c *call, items []T, next uint64, rev func(T) uint64) (kept []T, more bool, cursor string) {
+// ones): it keeps what fits the budget and, where more follow, makes the cursor that continues below the last one kept,
+// on the chain walked from head (the branch may move, or be deleted and made again, between pages).
+func pageBefore[T any](c *call, items []T, next, head uint64, rev func(T) uint64) (kept []T, more bool, cursor string) {
 	kept, cut := page(items, len(items), c.s.budget())
 	if cut {
 		next = rev(kept[len(kept)-1])
 	}
 	if next != 0 {
 		more = true
-		cursor = c.s.newCursor(c.t, c.a, cursorState{Before: next})
+		cursor = c.s.newCursor(c.t, c.a, cursorState{Before: next, Head: head})
 	}
 	return kept, more, cursor
 }
@@ -60,7 +61,7 @@ func history(ctx context.Context, c *call) (string, any, error) {
 	branch := branchOr(c.a.str("branch"))
 	q := snapshots.HistoryQuery{Branch: branch, Resource: res, Path: ptr, Limit: c.limit(50)}
 	if cur != nil {
-		q.Before = cur.Before
+		q.Before, q.Head = cur.Before, cur.Head
 	}
 	p, err := v.History(ctx, q)
 	if err != nil {
@@ -74,7 +75,7 @@ func history(ctx context.Context, c *call) (string, any, error) {
 	if res != "" {
 		out.Path = ptr.String()
 	}
-	out.Revisions, out.More, out.NextCursor = pageBefore(c, revs, p.Next, func(r revisionJSON) uint64 { return r.Revision })
+	out.Revisions, out.More, out.NextCursor = pageBefore(c, revs, p.Next, p.Head, func(r revisionJSON) uint64 { return r.Revision })
 	return fmt.Sprintf("%d revision(s) of branch %s, newest first%s.", len(out.Revisions), branch, moreText(out.More)), out, nil
 }
 
@@ -286,14 +287,15 @@ func pathHistory(ctx context.Context, c *call) (string, any, error) {
 	}
 	branch := branchOr(c.a.str("branch"))
 	res := c.a.str("resource")
-	var before uint64
+	q := snapshots.HistoryQuery{Branch: branch, Resource: res, Path: ptr, Limit: c.limit(20)}
 	if cur != nil {
-		before = cur.Before
+		q.Before, q.Head = cur.Before, cur.Head
 	}
-	chs, next, err := db.PathHistory(ctx, branch, res, ptr, c.limit(20), before)
+	p, err := db.PathHistory(ctx, q)
 	if err != nil {
 		return "", nil, err
 	}
+	chs := p.Changes
 	budget := c.s.budget()
 	perValue := max(budget/8, 200)
 	value := func(v revision.Value) (json.RawMessage, error) {
@@ -320,6 +322,6 @@ func pathHistory(ctx context.Context, c *call) (string, any, error) {
 		}
 	}
 	out := pathHistoryOut{Database: c.a.str("database"), Branch: branch, Resource: res, Path: ptr.String()}
-	out.Changes, out.More, out.NextCursor = pageBefore(c, all, next, func(ch pathChangeJSON) uint64 { return ch.Revision })
+	out.Changes, out.More, out.NextCursor = pageBefore(c, all, p.Next, p.Head, func(ch pathChangeJSON) uint64 { return ch.Revision })
 	return fmt.Sprintf("%d change(s) of %s%s on branch %s, newest first%s.", len(out.Changes), res, ptr, branch, moreText(out.More)), out, nil
 }

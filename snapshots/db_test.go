@@ -143,7 +143,7 @@ func testHistoryStory(t *testing.T, be store.Backend) {
 	}
 
 	// Blame for one value.
-	changes, _ := must2(t)(db.PathHistory(ctx, "main", "config", revision.MustPointer("/flags/beta"), 10, 0))
+	changes, _ := must2(t)(db.PathHistory(ctx, HistoryQuery{Branch: "main", Resource: "config", Path: revision.MustPointer("/flags/beta"), Limit: 10}))
 	if len(changes) != 2 || changes[0].Rev.Number != 4 || changes[0].Rev.Author != "agent-2" {
 		t.Fatalf("path history %+v", changes)
 	}
@@ -196,13 +196,13 @@ func testHistoryStory(t *testing.T, be store.Backend) {
 	}
 }
 
-func must2(t *testing.T) func([]PathChange, uint64, error) ([]PathChange, uint64) {
-	return func(c []PathChange, n uint64, err error) ([]PathChange, uint64) {
+func must2(t *testing.T) func(*PathHistoryPage, error) ([]PathChange, uint64) {
+	return func(p *PathHistoryPage, err error) ([]PathChange, uint64) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, n
+		return p.Changes, p.Next
 	}
 }
 

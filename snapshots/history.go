@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/strata-db/strata/revision"
@@ -28,19 +29,26 @@ type HistoryQuery struct {
 	Path     revision.Pointer // with Resource: only revisions that changed the value at this path
 	Limit    int              // default 50
 	Before   uint64           // continue below this revision (a cursor from a previous page)
+	// Head walks from this revision instead of the branch's head: a cursor's (the Head of its first page), so that
+	// later pages read the history the first page did, even once the branch has moved on, or was deleted and made
+	// again elsewhere. The branch is then not looked up.
+	Head uint64
 }
 
 // HistoryPage is one page of history.
 type HistoryPage struct {
 	Revisions []store.RevisionRecord
 	Next      uint64 // the Before of the next page; 0 at the end
+	Head      uint64 // the revision the walk began at: the branch's head, or the query's Head
 }
 
 // History lists revisions newest first. A resource filter uses each revision's record of touched resources, so it
 // never diffs the database; a path filter then compares the value at the path with the parent's (by hash).
 func (db *DB) History(ctx context.Context, q HistoryQuery) (*HistoryPage, error) {
 	page := &HistoryPage{Revisions: []store.RevisionRecord{}}
-	stop, err := db.walk(ctx, q.Branch, q.Before, func(rec, parent store.RevisionRecord, hasParent bool) (bool, error) {
+	var stop uint64
+	var err error
+	page.Head, stop, err = db.walk(ctx, q.Branch, q.Head, q.Before, func(rec, parent store.RevisionRecord, hasParent bool) (bool, error) {
 		if len(page.Revisions) >= limitOr(q.Limit) {
 			page.Next = rec.Number + 1
 			return false, nil
@@ -72,18 +80,26 @@ func limitOr(n int) int {
 // revisions gets an empty page and a cursor, never an end of history it did not reach.
 var ErrScanLimit = errors.New("history scan limit reached without a match")
 
-// walk visits the first-parent chain of a branch from its head (or from below a cursor), newest first.
-func (db *DB) walk(ctx context.Context, branch string, before uint64, fn func(rec, parent store.RevisionRecord, hasParent bool) (bool, error)) (stop uint64, err error) {
+// walk visits the first-parent chain of a branch from its head (or from head, when not 0), or from below a cursor,
+// newest first. start is the revision it began at.
+func (db *DB) walk(ctx context.Context, branch string, head, before uint64, fn func(rec, parent store.RevisionRecord, hasParent bool) (bool, error)) (start, stop uint64, err error) {
 	if branch == "" {
 		branch = Main
 	}
 	err = db.be.View(ctx, func(c store.CatalogReader) error {
-		b, err := c.Branch(branch)
-		if err != nil {
-			return notFoundRef(c, "branch", branch, err)
+		start = head
+		if start == 0 {
+			b, err := c.Branch(branch)
+			if err != nil {
+				return notFoundRef(c, "branch", branch, err)
+			}
+			start = b.Head
 		}
-		n := b.Head
-		rec, err := c.Revision(n)
+		rec, err := c.Revision(start)
+		if errors.Is(err, store.ErrNotFound) && head != 0 {
+			return &NotFoundError{What: "revision", Name: strconv.FormatUint(head, 10),
+				Hint: "the history this cursor was reading was garbage-collected (its branch was deleted): start again without the cursor"}
+		}
 		if err != nil {
 			return err
 		}
@@ -118,7 +134,7 @@ func (db *DB) walk(ctx context.Context, branch string, before uint64, fn func(re
 			rec = parent
 		}
 	})
-	return stop, err
+	return start, stop, err
 }
 
 // touches reports whether a revision changed a resource (or the value at a path in it), with the values before and
@@ -169,28 +185,40 @@ type PathChange struct {
 	After  revision.Value
 }
 
-// PathHistory lists, newest first, the revisions of a branch where the value at a path inside a resource changed.
-func (db *DB) PathHistory(ctx context.Context, branch, resource string, path revision.Pointer, limit int, before uint64) ([]PathChange, uint64, error) {
-	if err := ValidResourceName(resource); err != nil {
-		return nil, 0, err
+// PathHistoryPage is one page of a path's history.
+type PathHistoryPage struct {
+	Changes []PathChange
+	Next    uint64 // the Before of the next page; 0 at the end
+	Head    uint64 // the revision the walk began at, as HistoryPage's
+}
+
+// PathHistory lists, newest first, the revisions of a branch where the value at q.Path inside q.Resource changed
+// (q.Limit default 50).
+func (db *DB) PathHistory(ctx context.Context, q HistoryQuery) (*PathHistoryPage, error) {
+	if err := ValidResourceName(q.Resource); err != nil {
+		return nil, err
 	}
-	out := []PathChange{}
-	var next uint64
-	stop, err := db.walk(ctx, branch, before, func(rec, parent store.RevisionRecord, has bool) (bool, error) {
-		if len(out) >= limitOr(limit) {
-			next = rec.Number + 1
+	page := &PathHistoryPage{Changes: []PathChange{}}
+	var stop uint64
+	var err error
+	page.Head, stop, err = db.walk(ctx, q.Branch, q.Head, q.Before, func(rec, parent store.RevisionRecord, has bool) (bool, error) {
+		if len(page.Changes) >= limitOr(q.Limit) {
+			page.Next = rec.Number + 1
 			return false, nil
 		}
-		ok, b, a, err := db.touches(ctx, rec, parent, has, resource, path)
+		ok, b, a, err := db.touches(ctx, rec, parent, has, q.Resource, q.Path)
 		if ok {
-			out = append(out, PathChange{Rev: rec, Before: b, After: a})
+			page.Changes = append(page.Changes, PathChange{Rev: rec, Before: b, After: a})
 		}
 		return err == nil, err
 	})
 	if err == ErrScanLimit {
-		next, err = stop+1, nil
+		page.Next, err = stop+1, nil
 	}
-	return out, next, err
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
 }
 
 // RevisionDetail is a revision with a summary of what it changed against its first parent.

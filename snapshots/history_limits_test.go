@@ -34,10 +34,11 @@ func TestPathHistoryPastScanLimit(t *testing.T) {
 	var found []uint64
 	pages := 0
 	for before := uint64(0); ; pages++ {
-		chs, next, err := db.PathHistory(ctx, "main", "config", revision.MustPointer("/a"), 10, before)
+		p, err := db.PathHistory(ctx, HistoryQuery{Branch: "main", Resource: "config", Path: revision.MustPointer("/a"), Limit: 10, Before: before})
 		if err != nil {
 			t.Fatal(err)
 		}
+		chs, next := p.Changes, p.Next
 		for _, c := range chs {
 			found = append(found, c.Rev.Number)
 		}

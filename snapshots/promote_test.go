@@ -334,7 +334,7 @@ func TestPromoteFirstParentHistory(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint([]uint64{p.Revision, m1.Revision, base.Revision}) {
 		t.Fatalf("history %v (branch revisions %d, %d must not be on it)", got, b1.Revision, b2.Revision)
 	}
-	changes, _ := must2(t)(db.PathHistory(ctx, "", "cat", revision.MustPointer("/items/3/price"), 0, 0))
+	changes, _ := must2(t)(db.PathHistory(ctx, HistoryQuery{Resource: "cat", Path: revision.MustPointer("/items/3/price")}))
 	if len(changes) != 2 || changes[0].Rev.Number != p.Revision || changes[1].Rev.Number != base.Revision {
 		t.Fatalf("path history %+v", changes)
 	}
@@ -342,7 +342,7 @@ func TestPromoteFirstParentHistory(t *testing.T) {
 		t.Fatalf("the merge changed /items/3/price from %s to %s", b, a)
 	}
 	// The element m1 edited did not change in the merge: not on its path history at the merge.
-	changes, _ = must2(t)(db.PathHistory(ctx, "", "cat", revision.MustPointer("/items/0/stock"), 0, 0))
+	changes, _ = must2(t)(db.PathHistory(ctx, HistoryQuery{Resource: "cat", Path: revision.MustPointer("/items/0/stock")}))
 	if len(changes) != 2 || changes[0].Rev.Number != m1.Revision {
 		t.Fatalf("path history of /items/0/stock %+v", changes)
 	}

@@ -83,7 +83,7 @@ func showLog(ctx context.Context, w, stderr io.Writer, g *globalOptions, o *logO
 		for limit := q.Limit; page.Next != 0 && len(page.Revisions) < limit; {
 			// A filtered walk stops at its scan limit with a cursor: the command line walks on to fill its page.
 			more := q
-			more.Before, more.Limit = page.Next, limit-len(page.Revisions)
+			more.Before, more.Limit, more.Head = page.Next, limit-len(page.Revisions), page.Head // the chain read so far
 			p, err := db.History(ctx, more)
 			if err != nil {
 				return err
