@@ -270,3 +270,27 @@ func (d *Dir) Close() error {
 	}
 	return first
 }
+
+// RollBackMeta mends database name's file when its newest bbolt meta page is damaged and the one before it is
+// intact (store.RollBackMeta): the database then starts from that earlier transaction, and whatever the damaged page
+// recorded is dropped. It answers that transaction, and rolled false when the file needed nothing. A database in
+// PostgreSQL has no meta pages: refused.
+func (d *Dir) RollBackMeta(name string) (txid uint64, rolled bool, err error) {
+	if err := ValidDatabaseName(name); err != nil {
+		return 0, false, err
+	}
+	if d.pg != nil {
+		return 0, false, invalid("database %s is in PostgreSQL, which has no bbolt meta pages to roll back", name)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.dbs[name]; ok {
+		return 0, false, invalid("database %s is open in this process: roll it back before opening it", name)
+	}
+	txid, rolled, err = store.RollBackMeta(d.file(name), d.opts.Shared.Bolt.Timeout)
+	if errors.Is(err, os.ErrNotExist) {
+		names, _ := d.Names()
+		return 0, false, &NotFoundError{What: "database", Name: name, DidYouMean: closest(name, names)}
+	}
+	return txid, rolled, err
+}

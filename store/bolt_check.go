@@ -9,7 +9,9 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -234,9 +236,10 @@ func checkBoltFile(path string, timeout time.Duration, allowRollback, skipWalk b
 		}
 		return fmt.Errorf("%w: %s: bbolt meta page %d is damaged (%s) while meta page %d (transaction %d) is intact. "+
 			"A crash while a commit was being written leaves this (that commit was never acknowledged), and so does "+
-			"damage to the file. To open the database as of transaction %d, dropping whatever came after it, reopen "+
-			"with BoltOptions.AllowMetaRollback; or restore the file from a backup",
-			ErrBadFile, path, bad.page, bad.problem, good.page, good.txid, good.txid)
+			"damage to the file. To open the database as of transaction %d, dropping whatever came after it, roll it "+
+			"back (strata check %s --allow-meta-rollback); or restore the file from a backup",
+			ErrBadFile, path, bad.page, bad.problem, good.page, good.txid, good.txid,
+			strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 	}
 
 	// The meta page bbolt will use: the intact one with the higher transaction id.

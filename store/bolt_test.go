@@ -531,11 +531,11 @@ func TestBoltRefusesDamagedMeta(t *testing.T) {
 	for page := range 2 {
 		t.Run(fmt.Sprintf("zeroed page %d", page), func(t *testing.T) {
 			damage(t, page, func(p []byte) { clear(p) })
-			refuse(t, path, nil, store.ErrBadFile, fmt.Sprintf("meta page %d is damaged", page), "AllowMetaRollback")
+			refuse(t, path, nil, store.ErrBadFile, fmt.Sprintf("meta page %d is damaged", page), "--allow-meta-rollback")
 		})
 		t.Run(fmt.Sprintf("bit flip in page %d", page), func(t *testing.T) {
 			damage(t, page, func(p []byte) { p[16+40] ^= 0x10 }) // a bit of the high-water mark
-			refuse(t, path, nil, store.ErrBadFile, "checksum mismatch", "AllowMetaRollback")
+			refuse(t, path, nil, store.ErrBadFile, "checksum mismatch", "--allow-meta-rollback")
 		})
 	}
 	t.Run("both zeroed", func(t *testing.T) {

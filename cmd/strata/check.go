@@ -13,26 +13,56 @@ import (
 )
 
 func newCheckCommand(g *globalOptions) *cobra.Command {
-	var asJSON bool
+	var asJSON, rollBack bool
 	cmd := &cobra.Command{
 		Use:   "check DB",
 		Short: "Verify a database: every revision, node hash, branch and snapshot",
 		Long: `Verify a whole database: revision records (parents that exist and come before, strictly increasing
 times, roots that decode), every node any revision reaches (present, its SHA-256 matching its address, and
 consistent with its parent's counts), every branch head and every snapshot. Exits 1 if anything is wrong,
-listing what. Other processes keep working while it runs.`,
-		Example: `  strata check shop`,
-		Args:    args(1, 1),
+listing what. Other processes keep working while it runs.
+
+A file whose newest bbolt meta page is damaged while the one before it is intact (what a crash in the middle of
+writing one leaves) is refused, naming the transaction the intact page holds. --allow-meta-rollback first rolls the
+file back to that transaction, dropping whatever the damaged page recorded (a commit that was never acknowledged,
+after a crash), writes a fresh meta page, and then checks it.`,
+		Example: `  strata check shop
+  strata check shop --allow-meta-rollback`,
+		Args: args(1, 1),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			return check(cmd.Context(), cmd.OutOrStdout(), g, args[0], asJSON)
+			if rollBack {
+				if err := rollBackMeta(cmd.ErrOrStderr(), g, args[0]); err != nil {
+					return err
+				}
+				args = append(args, "--allow-meta-rollback")
+			}
+			return check(cmd.Context(), cmd.OutOrStdout(), g, args[0], args, asJSON)
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&rollBack, "allow-meta-rollback", false,
+		"roll a file whose newest meta page is damaged back to the transaction before it, then check it")
 	return cmd
 }
 
-func check(ctx context.Context, w io.Writer, g *globalOptions, name string, asJSON bool) error {
-	return g.asOperatorIn(ctx, name, "check", []string{name}, func(ctx context.Context, db *gate.View) error {
+// rollBackMeta mends a damaged newest meta page (snapshots.Dir.RollBackMeta), saying what it did.
+func rollBackMeta(w io.Writer, g *globalOptions, name string) error {
+	return g.withDir(false, func(dir *snapshots.Dir) error {
+		txid, rolled, err := dir.RollBackMeta(name)
+		if err != nil {
+			return err
+		}
+		if rolled {
+			fmt.Fprintf(w, "rolled %s back to bbolt transaction %d: its damaged meta page was written anew\n", name, txid)
+		} else {
+			fmt.Fprintf(w, "%s: both meta pages are intact; nothing was rolled back\n", name)
+		}
+		return nil
+	})
+}
+
+func check(ctx context.Context, w io.Writer, g *globalOptions, name string, args []string, asJSON bool) error {
+	return g.asOperatorIn(ctx, name, "check", args, func(ctx context.Context, db *gate.View) error {
 		start := time.Now()
 		rep, err := db.Check(ctx, nil)
 		if err != nil {
