@@ -117,15 +117,42 @@ func marshalData(v any) ([]byte, int, error) {
 // escapes the same set).
 func invisible(r rune) bool { return safetext.Invisible(r) }
 
+// variationSelector reports the variation selectors (VS1–VS16, VS17–VS256). One after a character picks its
+// glyph (❤️ is U+2764 U+FE0F); a run of them renders as nothing and can spell any bytes ("emoji smuggling").
+func variationSelector(r rune) bool {
+	return r >= 0xFE00 && r <= 0xFE0F || r >= 0xE0100 && r <= 0xE01EF
+}
+
+// hiddenAt reports whether the rune r at b[i:i+size] is to be escaped: an invisible rune, or a variation selector
+// next to another one (a character takes at most one; a run hides text).
+func hiddenAt(b []byte, i, size int, r rune, prevVS bool) bool {
+	if r < 0x80 {
+		return false
+	}
+	if invisible(r) {
+		return true
+	}
+	if !variationSelector(r) {
+		return false
+	}
+	if prevVS {
+		return true
+	}
+	next, _ := utf8.DecodeRune(b[i+size:])
+	return variationSelector(next)
+}
+
 // escapeInvisible rewrites invisible runes as JSON \u escapes. In valid JSON such runes can only be inside strings,
 // where an escape means the same character.
 func escapeInvisible(b []byte) ([]byte, int) {
 	n := 0
+	prevVS := false
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		if r >= 0x80 && invisible(r) {
+		if hiddenAt(b, i, size, r, prevVS) {
 			n++
 		}
+		prevVS = variationSelector(r)
 		i += size
 	}
 	if n == 0 {
@@ -133,13 +160,16 @@ func escapeInvisible(b []byte) ([]byte, int) {
 	}
 	var out bytes.Buffer
 	out.Grow(len(b) + 12*n)
+	prevVS = false
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
+		hide := hiddenAt(b, i, size, r, prevVS)
+		prevVS = variationSelector(r)
 		switch {
-		case r >= 0x80 && invisible(r) && r > 0xFFFF:
+		case hide && r > 0xFFFF:
 			r -= 0x10000
 			fmt.Fprintf(&out, `\u%04x\u%04x`, 0xD800+(r>>10), 0xDC00+(r&0x3FF))
-		case r >= 0x80 && invisible(r):
+		case hide:
 			fmt.Fprintf(&out, `\u%04x`, r)
 		default:
 			out.Write(b[i : i+size])

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -123,10 +125,21 @@ func serveHTTP(ctx context.Context, stderr io.Writer, g *globalOptions, o *serve
 	var tokens []transport.Token
 	var tlsConfig *tls.Config
 	o.metrics = o.metricsListen != ""
-	b, err := openMCP(ctx, g, &o.mcpFlags, stderr, func(*gate.Settings) error {
+	b, err := openMCP(ctx, g, &o.mcpFlags, stderr, func(settings *gate.Settings) error {
 		if o.tokenFile != "" {
 			if tokens, err = transport.LoadTokens(o.tokenFile); err != nil {
 				return usageErrorf("--token-file %s: %v", o.tokenFile, err)
+			}
+			// With tokens the principals are the token file's: an entry no token names is a misspelling, and the
+			// principal meant would silently get the default.
+			named := map[string]bool{}
+			for _, tk := range tokens {
+				named[tk.Principal] = true
+			}
+			for _, n := range slices.Sorted(maps.Keys(settings.Principals)) {
+				if !named[n] {
+					return usageErrorf("--config: principal %q is named by no token in --token-file %s (a misspelling would leave the principal meant with the default settings)", n, o.tokenFile)
+				}
 			}
 		}
 		if err := transport.CheckListen("--listen", o.listen, tokens != nil); err != nil {
