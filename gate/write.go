@@ -129,6 +129,9 @@ type PlanMade struct {
 // previewOps bounds the operations a plan's preview computes.
 const previewOps = 10_000
 
+// PreviewOps is how many operations a plan's diff counts at most: a plan whose counts add up to it may change more.
+const PreviewOps = previewOps
+
 // planPreviewBytes bounds the operations a plan keeps of its preview (for a person reviewing it, and to check a
 // rebased apply against).
 const planPreviewBytes = 64 << 10

@@ -46,7 +46,7 @@ func (h *Handler) events(q *req) error {
 	defer tick.Stop()
 	start, last, sent := time.Now(), "", time.Now()
 	for {
-		if h.session(q.r) == nil {
+		if h.lookup(q.r, false) == nil {
 			fmt.Fprint(q.w, "event: signed-out\ndata: {}\n\n")
 			fl.Flush()
 			return nil

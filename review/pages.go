@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/strata-db/strata/audit"
 	"github.com/strata-db/strata/gate"
@@ -125,8 +126,12 @@ func (h *Handler) history(q *req) error {
 		}
 		next = withQuery(dbURL(db, "history"), nq)
 	}
+	first := map[string][]string{"branch": {branch}}
+	if resource != "" {
+		first["resource"] = []string{resource}
+	}
 	q.render(200, "history", "History of "+branch, map[string]any{"DB": db, "DBURL": dbURL(db), "Branch": branch,
-		"Resource": resource, "Revisions": rows, "Next": next, "Paged": before != 0, "First": withQuery(dbURL(db, "history"), map[string][]string{"branch": {branch}})})
+		"Resource": resource, "Revisions": rows, "Next": next, "Paged": before != 0, "First": withQuery(dbURL(db, "history"), first)})
 	return nil
 }
 
@@ -317,12 +322,29 @@ type planRow struct {
 	BaseURL  string
 	RevURL   string
 	Message  string // the message the agent gave its change
+	// RemovesAll and OverwritesAll are the paths the plan removes and overwrites with how many there are: a plan
+	// keeps the first 100 of each, its counts say how many in all.
+	RemovesAll, OverwritesAll pathList
+}
+
+// pathList is the first paths of a list, and its whole length.
+type pathList struct {
+	Paths []string
+	N     int
+	More  int // N - len(Paths)
+}
+
+func newPathList(paths []string, n int) pathList {
+	n = max(n, len(paths))
+	return pathList{Paths: paths, N: n, More: n - len(paths)}
 }
 
 func (h *Handler) row(db string, p snapshots.Plan, me string, now time.Time) planRow {
 	r := planRow{Plan: p, DB: db, URL: planURL(db, p.ID), State: p.StateAt(now), Mine: p.Principal == me,
 		BaseURL: revURL(db, p.Base)}
 	r.Pending = r.State == snapshots.PlanPending
+	r.RemovesAll = newPathList(p.Removes, p.Counts.Removed+p.Counts.Moved) // a move removes its source
+	r.OverwritesAll = newPathList(p.Overwrites, p.Counts.Replaced)
 	if ch, err := gate.PlanChange(p); err == nil {
 		r.Message = ch.Message
 	}
@@ -500,8 +522,17 @@ func (h *Handler) plan(q *req) error {
 	data["CanDecide"] = q.s.reviewer() && row.Pending && (!row.Mine || q.s.p.Operator)
 	data["OwnPlan"] = row.Mine && !q.s.p.Operator
 	// The preview the plan keeps: its first operations (values too big for it elided).
+	// Paged like any diff: every kept operation is on one of the plan's pages.
+	offset, err := offsetParam(q.r.URL.Query().Get("offset"))
+	if err != nil {
+		return err
+	}
 	pv := &revision.DiffResult{Counts: p.Counts, Operations: p.Preview, Truncated: !p.PreviewComplete}
-	data["Diff"] = buildDiff(pv, 0, diffContext{db: db, from: strconv.FormatUint(p.Base, 10), preview: true})
+	dv := buildDiff(pv, offset, diffContext{db: db, from: strconv.FormatUint(p.Base, 10), preview: true,
+		pageURL: planURL(db, p.ID), query: map[string][]string{}})
+	// The plan's counts come from a diff that stops at gate.PreviewOps operations: at that many, they are at least.
+	dv.CountsAtLeast = p.Counts.Added+p.Counts.Removed+p.Counts.Replaced+p.Counts.Moved >= gate.PreviewOps
+	data["Diff"] = dv
 	data["Change"] = changeText(p.Change)
 	if row.Pending || row.State == snapshots.PlanApproved {
 		m, err := h.movedSince(q, v, p)
@@ -521,7 +552,11 @@ func changeText(raw json.RawMessage) string {
 	}
 	s := prettyJSON(raw)
 	if len(s) > 64<<10 {
-		s = s[:64<<10] + "\n… (cut: the change is larger than 64 KiB)"
+		i := 64 << 10
+		for i > 0 && !utf8.RuneStart(s[i]) { // at a character's start: the cut shows no byte the agent never sent
+			i--
+		}
+		s = s[:i] + "\n… (cut: the change is larger than 64 KiB)"
 	}
 	return s
 }
@@ -544,7 +579,8 @@ func (h *Handler) movedSince(q *req, v *gate.View, p snapshots.Plan) (*moved, er
 	}
 	m := &moved{Head: head.Rev.Number, HeadURL: revURL(v.Name(), head.Rev.Number),
 		DiffURL: withQuery(dbURL(v.Name(), "diff"), map[string][]string{"from": {strconv.FormatUint(p.Base, 10)}, "to": {strconv.FormatUint(head.Rev.Number, 10)}})}
-	hist, err := v.History(q.ctx, snapshots.HistoryQuery{Branch: p.Branch, Limit: 20})
+	// One more than it lists, to know whether more follow.
+	hist, err := v.History(q.ctx, snapshots.HistoryQuery{Branch: p.Branch, Limit: 21})
 	if err != nil {
 		return nil, err
 	}
@@ -552,9 +588,12 @@ func (h *Handler) movedSince(q *req, v *gate.View, p snapshots.Plan) (*moved, er
 		if r.Number <= p.Base {
 			break
 		}
+		if len(m.Revisions) == 20 {
+			m.MoreRevs = true
+			break
+		}
 		m.Revisions = append(m.Revisions, revRow{RevisionRecord: r, URL: revURL(v.Name(), r.Number)})
 	}
-	m.MoreRevs = len(m.Revisions) == 20 && hist.Next != 0
 	base, err := v.Resolve(q.ctx, snapshots.Ref{Revision: p.Base})
 	if err != nil {
 		return m, nil // the base is no longer visible: the revisions say what moved
@@ -591,8 +630,9 @@ func (h *Handler) decide(approve bool) func(q *req) error {
 		if !approve && reason == "" {
 			return errBadInput("a rejection needs a reason: the agent is told it; go back and write one")
 		}
-		if len(reason) > maxReason {
-			return errBadInput("the reason is %d characters long: keep it under %d", len(reason), maxReason)
+		// Counted as the form's maxlength counts it: characters, a line break (sent as CRLF) one.
+		if n := utf8.RuneCountInString(strings.ReplaceAll(reason, "\r\n", "\n")); n > maxReason {
+			return errBadInput("the reason is %d characters long: keep it to %d at most", n, maxReason)
 		}
 		if _, err := v.DecidePlan(q.ctx, id, approve, reason); err != nil {
 			return err

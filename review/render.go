@@ -28,6 +28,8 @@ type pageSet struct {
 var funcs = template.FuncMap{
 	"text": func(s string) template.HTML { return visible(s, false) },
 	"para": func(s string) template.HTML { return visible(s, true) },
+	// plain is text with the marks visible shows, as text: for where no markup goes (the page's <title>).
+	"plain": func(s string) string { return marked(s) },
 	"when": func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -116,6 +118,24 @@ func visible(s string, multiline bool) template.HTML {
 	}
 	b.WriteString(html.EscapeString(s[run:]))
 	return template.HTML(b.String())
+}
+
+// marked is s with the characters visible marks replaced by the same marks, as plain text (⟨U+202E⟩).
+func marked(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, "⟨0x%02X⟩", s[i])
+		case hidden(r):
+			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // hidden reports the runes visible shows as marks: those the command line escapes (safetext.Unsafe), one set for
@@ -223,6 +243,7 @@ type diffView struct {
 	Offset, Shown  int
 	Next, Prev     string
 	Preview        bool
+	CountsAtLeast  bool // a plan's counts stopped at gate.PreviewOps: it may change more
 	None           bool // nothing changed
 }
 

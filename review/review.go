@@ -213,7 +213,7 @@ type req struct {
 // "ui NAME". A page that returns an error gets an error page with the status of its code.
 func (h *Handler) page(name string, fn func(q *req) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s := h.session(r)
+		s := h.lookup(r, name != "events")
 		if s == nil {
 			h.o.Auth.SignedOut(r)
 			if r.Method == http.MethodGet && name != "events" {

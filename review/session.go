@@ -54,8 +54,13 @@ func digest(s string) string {
 	return hex.EncodeToString(d[:])
 }
 
-// session is the live session of a request, or nil.
-func (h *Handler) session(r *http.Request) *session {
+// session is the live session of a request, or nil; the request counts as activity (the session's idle time
+// starts again).
+func (h *Handler) session(r *http.Request) *session { return h.lookup(r, true) }
+
+// lookup is the live session of a request, or nil; touch says whether the request renews its idle time (the
+// page's own event stream, which polls in the background, does not: a tab left open still idles out).
+func (h *Handler) lookup(r *http.Request, touch bool) *session {
 	c, err := r.Cookie(cookieName)
 	if err != nil || c.Value == "" || len(c.Value) > 100 {
 		return nil
@@ -72,7 +77,9 @@ func (h *Handler) session(r *http.Request) *session {
 		h.endLocked(s)
 		return nil
 	}
-	s.seen = now
+	if touch {
+		s.seen = now
+	}
 	return s
 }
 
