@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,13 +95,27 @@ func seal(v []byte) []byte { return binary.BigEndian.AppendUint32(v, crc32.Check
 // unseal checks and strips the seal; the result is a copy, safe after the transaction.
 func unseal(key, v []byte) ([]byte, error) {
 	if len(v) < 4 {
-		return nil, fmt.Errorf("%w: catalog entry %q is %d bytes, too short to be sealed", ErrCorruptNode, key, len(v))
+		return nil, fmt.Errorf("%w: catalog entry %s is %d bytes, too short to be sealed", ErrCorruptNode, entryName(key), len(v))
 	}
 	body := v[:len(v)-4]
 	if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(v[len(v)-4:]) {
-		return nil, fmt.Errorf("%w: catalog entry %q fails its checksum: the file is damaged; restore it from a backup", ErrCorruptNode, key)
+		return nil, fmt.Errorf("%w: catalog entry %s fails its checksum: the file is damaged; restore it from a backup", ErrCorruptNode, entryName(key))
 	}
 	return append([]byte(nil), body...), nil
+}
+
+// entryName shows a catalog key in an error: a name as text, a binary key in hex, and an eight-byte one (a revision
+// number, say) also as the number it holds.
+func entryName(key []byte) string {
+	for _, c := range key {
+		if c < 0x20 || c > 0x7e {
+			if len(key) == 8 {
+				return fmt.Sprintf("with key %x (%d)", key, binary.BigEndian.Uint64(key))
+			}
+			return fmt.Sprintf("with key %x", key)
+		}
+	}
+	return strconv.Quote(string(key))
 }
 
 func getJSON[T any](bk *bolt.Bucket, key []byte) (T, error) {
