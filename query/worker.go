@@ -220,6 +220,11 @@ type workerAnswer struct {
 func (p *pool) run(ctx context.Context, prog string, job *workerJob) (*page, error) {
 	w, err := p.acquire(ctx)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// Waiting for a worker, or for one to start (slow on a loaded machine), took the whole deadline: the
+			// program never ran, so it is not its timeout.
+			return nil, fmt.Errorf("%w: no query worker process was ready before the query's deadline (all were busy, or starting one took too long); retry shortly", ErrUnavailable)
+		}
 		return nil, err
 	}
 	keep := false
