@@ -199,9 +199,10 @@ func (v *View) ApplyPlan(ctx context.Context, p snapshots.Plan, confirmedBy stri
 	if err := v.CheckApply(p); err != nil {
 		return nil, err
 	}
-	if p.State == snapshots.PlanPending && (confirmedBy == "" || p.OutOfBand) {
+	outOfBand := v.OutOfBand(p)
+	if p.State == snapshots.PlanPending && (confirmedBy == "" || outOfBand) {
 		msg := fmt.Sprintf("plan %s needs a person's confirmation and has none; nothing was written", p.ID)
-		if p.OutOfBand {
+		if outOfBand {
 			msg = fmt.Sprintf("plan %s must be approved by a person out of band (strata approve, the review page); a client's confirmation does not count; nothing was written", p.ID)
 		}
 		return nil, &Error{code: CodeConfirmationRequired, Err: ErrConfirmationRequired, Msg: msg}
@@ -222,6 +223,19 @@ func (v *View) ApplyPlan(ctx context.Context, p snapshots.Plan, confirmedBy stri
 		return nil, fmt.Errorf("plan %s: the change made a plan again instead of applying it", p.ID)
 	}
 	return out, v.writeErr(ctx, err)
+}
+
+// OutOfBand reports whether only a person's approval out of band applies a plan: it was made under the decision
+// approve, or the policy says approve for its class now (the operator tightened it since the plan was made).
+func (v *View) OutOfBand(p snapshots.Plan) bool {
+	if p.OutOfBand {
+		return true
+	}
+	class := ClassProtected
+	if p.Target == "" && !v.a.p.Protects(branchOr(p.Branch)) {
+		class = ClassWrite
+	}
+	return v.a.decide(class) == Approve
 }
 
 // PlanChange is the change a plan commits.

@@ -541,6 +541,12 @@ func (v *View) commitUnderPolicy(ctx context.Context, ch Change, ap *applying, d
 		// The plan's own key: a key the caller reused since (on another write) must not answer for the plan, and a
 		// retried apply replays its own revision.
 		w.IdempotencyKey = "plan\x00" + ap.plan.ID
+		// A branch that moved since the plan was made: rebase (which checks the scope on its own dry run), for a
+		// scoped principal's revert or promote too (found in review: theirs answered PLAN_CHANGED for any commit
+		// since, naming revisions the scope hides).
+		if head, err := v.db.Resolve(ctx, snapshots.Ref{Branch: branch}); err == nil && head.Rev.Number != ap.plan.Base {
+			return v.rebase(ctx, ch, ap, w, head, do)
+		}
 	}
 	if v.a.limited() && (ch.Op == OpRevert || ch.Op == OpPromote) {
 		// These change whole states: check, on a dry run, that the change stays within the scope, and commit it on
@@ -550,7 +556,7 @@ func (v *View) commitUnderPolicy(ctx context.Context, ch Change, ap *applying, d
 		r, err := do(pw)
 		if err != nil || r.Preview == nil {
 			if ap != nil {
-				return r, nil, planChanged(err, ap.plan)
+				return r, nil, v.planChanged(ctx, err, ap.plan)
 			}
 			return r, nil, err
 		}
@@ -562,16 +568,13 @@ func (v *View) commitUnderPolicy(ctx context.Context, ch Change, ap *applying, d
 		w.InTx = snapshots.ExpectRoot([]byte(r.Preview.RootEncoding()))
 	}
 	if ap != nil {
-		if head, err := v.db.Resolve(ctx, snapshots.Ref{Branch: branch}); err == nil && head.Rev.Number != ap.plan.Base {
-			return v.rebase(ctx, ch, ap, w, head, do)
-		}
 		w.InTx = snapshots.BothInTx(w.InTx, v.db.ConsumePlan(ap.plan.ID, v.a.p.Name, ap.confirmedBy))
 		r, err := do(w)
 		if err == nil && r.Replayed {
 			// Another apply of this plan committed it (its key is the plan's own): it applies once.
 			return nil, nil, fmt.Errorf("%w: plan %s was already applied, as revision %d; a plan applies once", snapshots.ErrConflict, ap.plan.ID, r.Revision)
 		}
-		return r, nil, planChanged(err, ap.plan)
+		return r, nil, v.planChanged(ctx, err, ap.plan)
 	}
 	if d == Allow {
 		recordDecision(ctx, Allow)
@@ -695,11 +698,16 @@ func (v *View) rebase(ctx context.Context, ch Change, ap *applying, w snapshots.
 		if err == nil {
 			err = changed("the change now changes nothing", nil)
 		}
+		if errors.Is(err, revision.ErrTestFailed) {
+			// A test op of the patch held on the base and fails on the new head: what the change was made on has
+			// changed, though the test changes no path (found in review: this answered CONFLICT).
+			err = changed("made again on the new head, a test of its patch no longer holds ("+err.Error()+")", nil)
+		}
 		if ch.Op == OpPromote && (errors.Is(err, revision.ErrResolution) || isMergeConflict(err)) {
 			// The merge on the new head conflicts where the approved one did not, or not where it was resolved.
 			err = changed("made again on the new head, the merge would not settle the conflicts it settled", nil)
 		}
-		return nil, nil, planChanged(err, p)
+		return nil, nil, v.planChanged(ctx, err, p)
 	}
 	again, err := r.Preview.Diff(ctx, &revision.DiffOptions{MaxOps: previewOps})
 	if err != nil {
@@ -718,7 +726,7 @@ func (v *View) rebase(ctx context.Context, ch Change, ap *applying, w snapshots.
 	if err == nil && res.Replayed {
 		return nil, nil, fmt.Errorf("%w: plan %s was already applied, as revision %d; a plan applies once", snapshots.ErrConflict, p.ID, res.Revision)
 	}
-	return res, nil, planChanged(err, p)
+	return res, nil, v.planChanged(ctx, err, p)
 }
 
 // overlaps reports whether one JSON Pointer is the other or lies inside it.
@@ -745,11 +753,13 @@ func additive(d *revision.DiffResult) bool {
 }
 
 // planChanged turns the refusal of a plan's write because its branch moved into PLAN_CHANGED.
-func planChanged(err error, p snapshots.Plan) error {
+// The revisions are named as the principal sees them (a hidden one never shows).
+func (v *View) planChanged(ctx context.Context, err error, p snapshots.Plan) error {
 	var ce *snapshots.ConflictError
 	if errors.As(err, &ce) && ce.Msg == "" && ce.Branch != "" {
+		memo := map[uint64]uint64{}
 		return fmt.Errorf("%w: branch %s is at revision %d now, not %d as when plan %s was made; nothing was written",
-			snapshots.ErrPlanChanged, ce.Branch, ce.Head, p.Base, p.ID)
+			snapshots.ErrPlanChanged, ce.Branch, v.visibleNumber(ctx, ce.Head, memo), v.visibleNumber(ctx, p.Base, memo), p.ID)
 	}
 	return err
 }

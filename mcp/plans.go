@@ -50,7 +50,7 @@ func planProps() []prop {
 	return []prop{
 		{"plan_id", strS("when the call needs a person's confirmation: the plan's id, for apply_plan; nothing was written")},
 		{"tool", strS("the tool the plan will run")},
-		{"base", intS("the head revision the plan was computed on (for a plan: it applies only while this is still the head)")},
+		{"base", intS("the head revision the plan was computed on (for a plan: it applies while nothing it changes has changed on its branch since)")},
 		{"preview", closedObject("what the plan would change, as a diff from its base", []string{"summary", "counts", "counts_complete", "operations", "more", "truncated"},
 			prop{"summary", strS("what the plan does, in a few words")},
 			prop{"counts", countsSchema()},
@@ -197,8 +197,23 @@ func listPlans(ctx context.Context, c *call) (string, any, error) {
 		return "", nil, err
 	}
 	now := v.Now()
-	var mine []planJSON
+	// Those waiting first (oldest first), then those settled (newest first): list_plans takes no cursor, so a limit
+	// must never cut a plan waiting to be applied behind settled ones (found in review).
+	waitingFirst := func(p snapshots.Plan) bool {
+		st := p.StateAt(now)
+		return st == snapshots.PlanPending || st == snapshots.PlanApproved
+	}
+	var open, done []snapshots.Plan
 	for _, p := range all {
+		if waitingFirst(p) {
+			open = append(open, p)
+		} else {
+			done = append(done, p)
+		}
+	}
+	slices.SortStableFunc(done, func(a, b snapshots.Plan) int { return settledTime(b).Compare(settledTime(a)) })
+	var mine []planJSON
+	for _, p := range append(open, done...) {
 		mine = append(mine, planJSON{PlanID: p.ID, Tool: p.Op, Branch: p.Branch, Target: p.Target, Summary: p.Summary,
 			State: p.StateAt(now), Base: v.VisibleRevision(ctx, p.Base), Created: p.Created, ExpiresAt: p.Expires, Counts: p.Counts,
 			Removes: nonNil(p.Removes), Overwrites: nonNil(p.Overwrites), DecidedBy: p.DecidedBy, Reason: clipText(p.Reason, maxMessage), Revision: p.Revision})
@@ -210,8 +225,20 @@ func listPlans(ctx context.Context, c *call) (string, any, error) {
 			waiting++
 		}
 	}
-	return fmt.Sprintf("%d plan(s), %d waiting to be applied%s.", len(kept), waiting, moreText(more)),
+	moreNote := ""
+	if more {
+		moreNote = "; there are more (those waiting come first, then the newest settled): raise limit to see more"
+	}
+	return fmt.Sprintf("%d plan(s), %d waiting to be applied%s.", len(kept), waiting, moreNote),
 		map[string]any{"database": c.a.str("database"), "plans": kept, "more": more}, nil
+}
+
+// settledTime is when a plan stopped waiting: its decision, or its expiry.
+func settledTime(p snapshots.Plan) time.Time {
+	if p.Decided.After(p.Expires) {
+		return p.Decided
+	}
+	return p.Expires
 }
 
 func nonNil(s []string) []string {
@@ -274,7 +301,7 @@ func applyPlan(ctx context.Context, c *call) (string, any, error) {
 func (c *call) confirm(ctx context.Context, v *gate.View, p snapshots.Plan) (string, *mcpsdk.CallToolResult, error) {
 	dbName := v.Name()
 	waiting := func(why string) error { return waiting(v, p, why) }
-	if p.OutOfBand {
+	if v.OutOfBand(p) {
 		return "", nil, waiting("only a person may approve it, out of band: the operator does not take a client's confirmation for it")
 	}
 	var params *mcpsdk.CallToolParamsRaw
@@ -363,19 +390,21 @@ func (c *call) confirmMessage(dbName string, p snapshots.Plan, base uint64) stri
 		fmt.Fprintf(&b, ", branch %s at revision %d", p.Branch, base)
 	}
 	fmt.Fprintf(&b, "). %d added, %d removed, %d replaced, %d moved.", p.Counts.Added, p.Counts.Removed, p.Counts.Replaced, p.Counts.Moved)
-	list := func(what string, paths []string) {
+	// total is how many values the plan removes or overwrites: its paths are kept only up to a bound (found in
+	// review: past it, the question said "and 90 more" of a plan that removed 140 more).
+	list := func(what string, paths []string, total int) {
 		if len(paths) == 0 {
 			return
 		}
 		shown := paths[:min(len(paths), 10)]
 		fmt.Fprintf(&b, " It %s: %s", what, strings.Join(shown, ", "))
-		if len(paths) > len(shown) {
-			fmt.Fprintf(&b, " and %d more", len(paths)-len(shown))
+		if n := max(len(paths), total); n > len(shown) {
+			fmt.Fprintf(&b, " and %d more", n-len(shown))
 		}
 		b.WriteString(".")
 	}
-	list("removes", p.Removes)
-	list("overwrites", p.Overwrites)
+	list("removes", p.Removes, p.Counts.Removed+p.Counts.Moved)
+	list("overwrites", p.Overwrites, p.Counts.Replaced)
 	b.WriteString(" Apply it?")
 	return b.String()
 }

@@ -15,7 +15,8 @@ import (
 
 // Plans (docs/design.md §4): a change that needs a person's confirmation is computed without committing and kept as a
 // plan in the database's catalog. A plan is bound to its principal, the exact change and the head it was computed
-// on; it expires; it applies at most once, and only while its base is still the head. The
+// on; it expires; it applies at most once, and only while nothing it changes has moved on its branch (package gate
+// rebases it otherwise). The
 // marker that it was applied is written in the transaction of the revision it commits (docs/security.md §2.4).
 
 // Plan states.
@@ -155,13 +156,15 @@ func (db *DB) GetPlan(ctx context.Context, id string) (Plan, error) {
 	return p, err
 }
 
-// Plans lists the plans, oldest first.
+// Plans lists the plans waiting and those settled in the last day, oldest first. (Older ones are dropped when a
+// plan is next saved; until then they are not listed either: found in review.)
 func (db *DB) Plans(ctx context.Context) ([]Plan, error) {
 	ps := []Plan{}
+	now := db.now()
 	err := db.be.View(ctx, func(c store.CatalogReader) error {
 		return c.Scan(plansBucket, func(_ string, v []byte) bool {
 			var p Plan
-			if json.Unmarshal(v, &p) == nil {
+			if json.Unmarshal(v, &p) == nil && now.Sub(p.settled()) <= keepPlans {
 				ps = append(ps, p)
 			}
 			return true

@@ -60,8 +60,8 @@ func newApproveCommand(g *globalOptions) *cobra.Command {
 		Use:   "approve DB PLAN_ID",
 		Short: "Approve an agent's plan: the agent may then apply it (apply_plan)",
 		Long: `Approve a pending plan. Nothing is written yet: the agent that made the plan applies it with
-apply_plan, which commits exactly what the plan previewed, and only while the branch is still where it was
-when the plan was made. Review it first with 'strata plans DB PLAN_ID'.`,
+apply_plan, which commits exactly what the plan previewed, and only while nothing it changes has changed on
+its branch since the plan was made (other commits there are fine). Review it first with 'strata plans DB PLAN_ID'.`,
 		Example: `  strata plans shop plan-7h2kq3...
   strata approve shop plan-7h2kq3...`,
 		Args: args(2, 2),
@@ -208,17 +208,23 @@ func printPlan(w io.Writer, g *globalOptions, p snapshots.Plan, now time.Time) e
 	if p.Revision != 0 {
 		fmt.Fprintf(w, "  applied as revision %d\n", p.Revision)
 	}
-	list := func(what string, paths []string, colour string) {
+	// A plan keeps its first paths only (found in review: past them, this said "removes 100 value(s)" of a plan
+	// that removed 150): the counts say how many.
+	list := func(what string, paths []string, total int, colour string) {
 		if len(paths) == 0 {
 			return
 		}
-		fmt.Fprintf(w, "  %s %d value(s):\n", what, len(paths))
+		n := max(total, len(paths))
+		fmt.Fprintf(w, "  %s %d value(s):\n", what, n)
 		for _, path := range paths {
 			fmt.Fprintf(w, "    %s\n", pt.paint(colour, safetext.Text(path)))
 		}
+		if n > len(paths) {
+			fmt.Fprintf(w, "    … and %d more\n", n-len(paths))
+		}
 	}
-	list("removes", p.Removes, ansiRed)
-	list("overwrites", p.Overwrites, ansiYellow)
+	list("removes", p.Removes, p.Counts.Removed+p.Counts.Moved, ansiRed)
+	list("overwrites", p.Overwrites, p.Counts.Replaced, ansiYellow)
 	if p.Branch == "" {
 		return nil
 	}
@@ -252,10 +258,10 @@ func decidePlan(ctx context.Context, w io.Writer, g *globalOptions, o *decideOpt
 			return err
 		}
 		fmt.Fprintf(w, "approved plan %s: %s by %s\n", safetext.Field(p.ID), oneLine(p.Summary), safetext.Field(p.Principal))
-		if n := len(p.Removes); n > 0 {
+		if n := max(len(p.Removes), p.Counts.Removed+p.Counts.Moved); len(p.Removes) > 0 {
 			fmt.Fprintf(w, "  it removes %d value(s), first %s\n", n, safetext.Text(p.Removes[0]))
 		}
-		if n := len(p.Overwrites); n > 0 {
+		if n := max(len(p.Overwrites), p.Counts.Replaced); len(p.Overwrites) > 0 {
 			fmt.Fprintf(w, "  it overwrites %d value(s), first %s\n", n, safetext.Text(p.Overwrites[0]))
 		}
 		_, err = fmt.Fprintf(w, "nothing is written until %s applies it (apply_plan), before %s\n", safetext.Field(p.Principal), g.timeText(p.Expires))
