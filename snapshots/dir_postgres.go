@@ -77,9 +77,8 @@ func (d *Dir) dropStorage(ctx context.Context, name string) error {
 	if d.pg != nil {
 		return d.pg.Drop(ctx, name)
 	}
-	err := os.Remove(d.file(name))
-	_ = os.Remove(d.file(name) + "-wait")
-	return err
+	// Once no process holds the file (one that does hands it over), so that none goes on writing to it deleted.
+	return store.RemoveShared(d.file(name), d.opts.Shared.Bolt.Timeout)
 }
 
 // renameStorage gives a database's storage another name, never replacing one that exists: the error matches

@@ -22,7 +22,7 @@ func lockShared(f *os.File, timeout time.Duration) error {
 		if time.Now().After(deadline) {
 			return errLockTimeout
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(lockPoll)
 	}
 }
 
@@ -31,3 +31,7 @@ func lockShared(f *os.File, timeout time.Duration) error {
 func unlockFile(f *os.File) {
 	_ = filelock.Unlock(f)
 }
+
+// lockPoll is how often lockShared tries the lock. A process hands the file over by closing it and letting those
+// already waiting open it first (Shared.open): the file is idle until the waiter looks again.
+const lockPoll = 2 * time.Millisecond

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -45,8 +46,12 @@ type Shared struct {
 	// checked is when othersWaiting last ran; lingering says a linger timer is pending.
 	checked   time.Time
 	lingering bool
-	// dropped is set once a reopen found the file gone: another process dropped the database.
+	// dropped is set once a reopen found the file gone, or holding another database (born): the database was
+	// dropped.
 	dropped bool
+	// born is the time of revision 1 of the database the file holds (zero until there is one): which database it is.
+	// Revision 1 is never collected (every branch descends from it), and strata db copy keeps it.
+	born time.Time
 }
 
 // Dropped reports whether the file was found deleted (the database dropped, by this process or another) when it
@@ -61,6 +66,10 @@ func (s *Shared) Dropped() bool {
 // costs tens of microseconds, and asking on every one was a sixth of it. A waiter is noticed within this much of
 // the holder's calls, or when they stop (Linger).
 const waitCheckEvery = time.Millisecond
+
+// handOverWait is how long, beyond MaxHold, a process about to open the file lets processes already waiting for it
+// go first (open).
+const handOverWait = 100 * time.Millisecond
 
 // othersWaitingNow is othersWaiting at most once per waitCheckEvery; in between it answers no.
 func (s *Shared) othersWaitingNow() bool {
@@ -143,6 +152,13 @@ func (s *Shared) acquire() (*Bolt, error) {
 }
 
 func (s *Shared) open() error {
+	// A process that was waiting already goes first: it is polling for the file, and this one, reopening at once
+	// after handing it over, would take it back before that process looked again (found in review: a process
+	// writing without pause kept the file for seconds, and a CLI command's call failed with ErrLocked after 5 s).
+	// Bounded, for a waiter that is itself waiting on a third process.
+	for deadline := time.Now().Add(s.opts.MaxHold + handOverWait); s.othersWaiting() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	// Say that we wait, so that a process holding the file hands it over when its calls drain.
 	_ = filelock.Lock(s.wait, false)
 	o := s.opts.Bolt
@@ -173,9 +189,52 @@ func (s *Shared) open() error {
 	if err != nil {
 		return err
 	}
+	if !sameFile(b.file, s.path) {
+		// The file was deleted (the database dropped, RemoveShared) while this process waited for its lock: what it
+		// holds is no longer the database's file.
+		_ = b.Close()
+		return s.droppedLocked()
+	}
+	born := firstRevisionTime(b)
+	if s.walked && !s.born.IsZero() && !born.Equal(s.born) {
+		// Another database under the name: this one was dropped and the name made again (by another process,
+		// between this one's calls). The caller's state (heads it planned on, schemas, nodes it took as stored) is
+		// the dropped database's: it must open the name anew, as PostgreSQL's backend says (found in review: a
+		// write applied the dropped database's document to the new one, on nodes the new file does not hold).
+		// A backup restored, or a copy (strata db copy) moved in, keeps revision 1, and goes on.
+		_ = b.Close()
+		return s.droppedLocked()
+	}
+	if s.born.IsZero() {
+		s.born = born
+	}
 	s.b, s.walked, s.openedAt, s.index, s.codec = b, true, time.Now(), b.index, b.codec
 	s.opens++
 	return nil
+}
+
+// sameFile reports whether path still names f's file.
+func sameFile(f *os.File, path string) bool {
+	if f == nil {
+		return true
+	}
+	a, err1 := f.Stat()
+	b, err2 := os.Lstat(path)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// firstRevisionTime is the time of revision 1 in b, zero when there is none yet (or its record cannot be read:
+// the damage is for the calls that read it to report).
+func firstRevisionTime(b *Bolt) time.Time {
+	var t time.Time
+	_ = b.View(context.Background(), func(c CatalogReader) error {
+		rec, err := c.Revision(1)
+		if err == nil {
+			t = rec.Time
+		}
+		return nil
+	})
+	return t
 }
 
 // droppedLocked marks the file dropped and says so; s.mu is held.
@@ -239,6 +298,10 @@ func (s *Shared) lingerEnd() {
 }
 
 func (s *Shared) closeLocked() {
+	if s.born.IsZero() && s.b.usable() == nil && !s.b.wedged.Load() {
+		// Revision 1 was made while the file was open (a database being created): note it before letting go.
+		s.born = firstRevisionTime(s.b)
+	}
 	_ = s.b.Close()
 	s.b, s.draining = nil, false
 	s.cond.Broadcast()
@@ -341,3 +404,47 @@ func (s *Shared) ReleaseMemory() error {
 }
 
 var _ MemoryReleaser = (*Shared)(nil)
+
+// RemoveShared deletes the database file at path (and its PATH-wait file) once no process holds it: it waits for
+// the file as Shared does, announcing itself on PATH-wait so that a process using the file hands it over, and
+// deletes it while it holds bbolt's lock, so that no process goes on committing to a file already deleted (found in
+// review: a busy server kept acknowledging writes into the file of a database another process had dropped). A
+// process that opens it next finds it gone (ErrDropped); one that opened it meanwhile notices that the path no
+// longer names its file (Shared.open). The error matches os.ErrNotExist when there is no file, ErrLocked when it
+// was not released within timeout (default 5 s).
+func RemoveShared(path string, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = defaultOpenTimeout
+	}
+	f, err := nofollow.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		// Not a file Shared would open (missing, a symbolic link, …): no process uses it; remove the name.
+		_ = os.Remove(path + "-wait")
+		return os.Remove(path)
+	}
+	defer f.Close()
+	if w, err := nofollow.OpenFile(path+"-wait", os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+		_ = filelock.Lock(w, false)
+		defer w.Close()
+	}
+	for deadline := time.Now().Add(timeout); ; time.Sleep(lockPoll) {
+		ok, err := filelock.TryLock(f, true)
+		if err != nil {
+			return fmt.Errorf("locking %s: %w", path, err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return lockedError(path, timeout)
+		}
+	}
+	defer filelock.Unlock(f)
+	if runtime.GOOS == "windows" {
+		// An open file cannot be deleted there: let go of it first (a process may take it in between).
+		_ = filelock.Unlock(f)
+		_ = f.Close()
+	}
+	_ = os.Remove(path + "-wait")
+	return os.Remove(path)
+}
