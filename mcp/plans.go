@@ -157,7 +157,7 @@ func applyOutSchema() schema {
 		seen[p.name] = true
 	}
 	extra := append(append([]prop{{"plan_id", strS("the plan applied")},
-		{"fast_forward", boolS("for a promote: true when into simply moved to the branch's head")},
+		{"fast_forward", boolS("for a promote: true when into had not moved since the branch left it: the new revision holds the branch's head as it is")},
 		{"merged", intS("for a promote: the branch revision brought in")}},
 		branchOutProps()...), snapshotOutProps()...)
 	for _, p := range extra {

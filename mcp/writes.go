@@ -254,7 +254,7 @@ func writeTools() []*toolSpec {
 				param{name: "idempotency_key", kind: kString}),
 			output: orPlan(outputSchema(append(slices.Clone(writeOutRequired), "fast_forward"),
 				append(slices.Clone(writeOutProps),
-					prop{"fast_forward", boolS("true when into simply moved to the branch's head")},
+					prop{"fast_forward", boolS("true when into had not moved since the branch left it: the new revision holds the branch's head (merged) as it is")},
 					prop{"merged", intS("the branch revision brought in")})...)),
 			handle: promote,
 		},
