@@ -238,6 +238,22 @@ func flagsMeta(f flags) mcpsdk.Meta {
 	return mcpsdk.Meta{flagsMetaKey: f}
 }
 
+// maxSummary bounds a summary line: it may quote what the caller sent (a path), which the cap must not let through
+// whole (found in review: a 60,000-character key made a 60,000-character answer against the cap of 50,000).
+const maxSummary = 1000
+
+// clipSummary cuts a summary to maxSummary bytes, on a character boundary.
+func clipSummary(s string) string {
+	if len(s) <= maxSummary {
+		return s
+	}
+	cut := maxSummary
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // okResult is a successful tool result.
 func (s *server) okResult(summary string, v any) (*mcpsdk.CallToolResult, error) {
 	data, flagged, err := marshalData(v)
@@ -252,7 +268,7 @@ func (s *server) okResult(summary string, v any) (*mcpsdk.CallToolResult, error)
 	f := scanFlags(data, flagged)
 	return &mcpsdk.CallToolResult{
 		Meta:              flagsMeta(f),
-		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: textBlock(oneLine(summary), data, f)}},
+		Content:           []mcpsdk.Content{&mcpsdk.TextContent{Text: textBlock(oneLine(clipSummary(summary)), data, f)}},
 		StructuredContent: json.RawMessage(data),
 	}, nil
 }

@@ -60,6 +60,10 @@ type Options struct {
 	// WorkerMemory is the memory a worker may use for one query beyond its start-up footprint, plus 8 bytes per
 	// byte of input JSON it is sent (default 256 MiB). Past it the worker dies and the query fails with ErrLimit.
 	WorkerMemory int64
+	// MaxInputBytes bounds the input, in bytes of JSON, that a worker is sent to read whole (default 2 GiB; a worker
+	// may use 8 bytes of memory per byte of it). A value's size is not bounded by what requests carry: copy doubles
+	// a resource in O(1), its nodes shared, so a few small calls can make one of petabytes. Over it, LIMIT_EXCEEDED.
+	MaxInputBytes int64
 	// WorkerPath is the binary to run as a worker (default: this one, os.Executable). It must call WorkerMain.
 	WorkerPath string
 
@@ -109,6 +113,9 @@ func (o *Options) fill() error {
 	}
 	if o.WorkerMemory <= 0 {
 		o.WorkerMemory = 256 << 20
+	}
+	if o.MaxInputBytes <= 0 {
+		o.MaxInputBytes = 2 << 30
 	}
 	if o.CacheBytes == 0 {
 		o.CacheBytes = 512 << 20
@@ -426,6 +433,14 @@ func (e *Engine) execute(ctx context.Context, prog *program, ps *params, src *so
 		stop = k
 	}
 	inProcess := e.opts.Isolate == IsolateNone || e.opts.Isolate == IsolateAuto && prog.bounded
+	if inProcess && e.opts.Isolate == IsolateAuto && src.size() > e.maxInProcessInput() {
+		// Materialised, the input would take more of the server's heap than the cache of materialised values may
+		// hold. Its size is not bounded by what a request carries: copy doubles a resource in O(1), its nodes
+		// shared (found in review: a 1 MiB put and 8 copies, 268 MB of JSON, grew the heap by 300 MB). Such an
+		// input goes to a worker, whose memory is limited.
+		inProcess = false
+		plan.Why = fmt.Sprintf("the input is %d bytes of JSON, more than the server materialises in-process", src.size())
+	}
 	if inProcess {
 		// Only bounded programs share cached inputs. gojq does modify its input in places: del and delpaths
 		// (deleteEmpty) rewrite every map they walk, which on a shared value is a concurrent map write, a fatal
@@ -473,6 +488,10 @@ func (e *Engine) execute(ctx context.Context, prog *program, ps *params, src *so
 	}
 	dl, _ := ctx.Deadline()
 	size := src.size()
+	if size > e.opts.MaxInputBytes {
+		return nil, limitErr(prog.text, "the program reads its input whole, and the input is %s of JSON, over the %s a query may read whole: "+
+			"query a path inside it (a smaller part of the value), or a program over its elements (.[] | …)", sizeText(int(size)), sizeText(int(e.opts.MaxInputBytes)))
+	}
 	job := &workerJob{
 		req: wireRequest{Mode: mode, Program: prog.text, Vars: ps.names, Values: ps.text, Stop: stop, Skip: skip,
 			Limit: limit, MaxBytes: maxBytes, TimeoutNS: int64(time.Until(dl)), LimitNS: int64(e.opts.Timeout),
@@ -485,6 +504,16 @@ func (e *Engine) execute(ctx context.Context, prog *program, ps *params, src *so
 		job.req.Caller = true
 	}
 	return pool.run(ctx, prog.text, job)
+}
+
+// maxInProcessInput is the largest input, in bytes of JSON, a program runs on in the server process: what the cache
+// of materialised values may hold (Options.CacheBytes, at materialFactor bytes of heap per byte), or 128 MiB
+// without one.
+func (e *Engine) maxInProcessInput() int64 {
+	if e.opts.CacheBytes > 0 {
+		return e.opts.CacheBytes / materialFactor
+	}
+	return 128 << 20
 }
 
 // readPage answers a program that is only a literal path: the value's JSON, streamed from its nodes.

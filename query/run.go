@@ -199,6 +199,8 @@ func sizeText(n int) string {
 		return strings.TrimSuffix(s, ".0") + " " + unit
 	}
 	switch {
+	case n >= 1<<30:
+		return f(float64(n)/(1<<30), "GiB")
 	case n >= 1<<20:
 		return f(float64(n)/(1<<20), "MiB")
 	case n >= 1<<10:

@@ -179,13 +179,66 @@ func (f *Forest) Save(ctx context.Context, c *Change) (Stats, error) {
 func (f *Forest) Patch(ctx context.Context, root Value, ops []Operation) (*Change, error) {
 	t := f.newTxn(ctx)
 	v := root
+	kept := 0
 	for i, op := range ops {
 		var err error
 		if v, err = t.applyOp(v, op); err != nil {
 			return nil, &PatchError{Index: i, Op: op.Op, Err: err}
 		}
+		// The overlay holds every node each operation built, the intermediate versions' too: 10,000 appends to
+		// one array held 1 GB (found in review). Once it has grown well past what the current value still reaches,
+		// let the rest go, so that it stays within a constant factor of the change (amortised linear).
+		if len(t.overlay) > 2*kept+pruneSlack {
+			if kept, err = t.prune(v); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return t.change(v)
+}
+
+// pruneSlack is how many nodes a patch's overlay may hold beyond twice what it held after the last pruning.
+const pruneSlack = 256
+
+// prune drops from the overlay the nodes that root no longer reaches (built by earlier operations of this write, and
+// replaced since), and returns how many it kept.
+func (t *txn) prune(root Value) (int, error) {
+	keep := make(map[store.Hash]bool)
+	var visit func(enc string) error
+	var visitNode func(h store.Hash) error
+	visitNode = func(h store.Hash) error {
+		n, ok := t.overlay[h]
+		if !ok || keep[h] {
+			return nil
+		}
+		keep[h] = true
+		for _, c := range n.Children {
+			if err := visitNode(c.Hash); err != nil {
+				return err
+			}
+		}
+		if n.NoRefs {
+			return nil
+		}
+		for _, e := range n.Entries {
+			if err := visit(e.Val); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	visit = func(enc string) error {
+		return codec.WalkRefs(enc, func(ref codec.Ref) error { return visitNode(ref.Hash) })
+	}
+	if err := visit(root.enc); err != nil {
+		return 0, err
+	}
+	for h := range t.overlay {
+		if !keep[h] {
+			delete(t.overlay, h)
+		}
+	}
+	return len(keep), nil
 }
 
 func (t *txn) change(v Value) (*Change, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/strata-db/strata/revision"
@@ -80,23 +81,49 @@ func (db *DB) Patch(ctx context.Context, resource string, ops []revision.Operati
 	})
 }
 
-// unscope rewrites errors about root paths ("/res/a") into paths inside the resource ("/a").
+// unscope rewrites errors about root paths ("/res/a") into paths inside the resource ("/a"): the paths a PathError
+// names, and the paths its message (or any other error's) quotes after "at" (found in review: "the array at
+// \"/res/a\" has 3 elements" reached the caller, whose paths have no "/res").
 func unscope(err error, prefix string) error {
+	if err == nil {
+		return nil
+	}
+	var pt *revision.PatchError
+	inPatch := errors.As(err, &pt)
 	var pe *revision.PathError
 	if errors.As(err, &pe) && len(pe.Path) >= len(prefix) && pe.Path[:len(prefix)] == prefix {
 		cp := *pe
 		cp.Path = pe.Path[len(prefix):]
-		if len(cp.At) >= len(prefix) {
+		if len(cp.At) >= len(prefix) && cp.At[:len(prefix)] == prefix {
 			cp.At = cp.At[len(prefix):]
 		}
-		var pt *revision.PatchError
-		if errors.As(err, &pt) {
+		cp.Msg = unscopeText(cp.Msg, prefix)
+		if inPatch {
 			return &revision.PatchError{Index: pt.Index, Op: pt.Op, Err: &cp}
 		}
 		return &cp
 	}
+	if inPatch && pe == nil {
+		if msg := pt.Err.Error(); unscopeText(msg, prefix) != msg {
+			return &revision.PatchError{Index: pt.Index, Op: pt.Op, Err: &unscoped{msg: unscopeText(msg, prefix), err: pt.Err}}
+		}
+	}
 	return err
 }
+
+// unscopeText rewrites the root paths quoted after "at" in a message into paths inside the resource.
+func unscopeText(msg, prefix string) string {
+	return strings.NewReplacer(`at "`+prefix+`/`, `at "/`, `at "`+prefix+`"`, `at ""`).Replace(msg)
+}
+
+// unscoped is an error whose message unscope rewrote; it wraps the original.
+type unscoped struct {
+	msg string
+	err error
+}
+
+func (e *unscoped) Error() string { return e.msg }
+func (e *unscoped) Unwrap() error { return e.err }
 
 // resourceIn returns a resource's value in a state, read through f; a missing one is a NotFoundError with the
 // closest names and hint.

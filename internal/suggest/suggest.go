@@ -39,30 +39,45 @@ var dropSeparators = strings.NewReplacer("_", "", "-", "")
 
 func norm(s string) string { return strings.ToLower(dropSeparators.Replace(s)) }
 
-// distance is the Levenshtein distance between a and b in runes, or limit+1 as soon as it must exceed limit.
+// distance is the Levenshtein distance between a and b in runes, or limit+1 as soon as it must exceed limit. Only
+// the cells within limit of the diagonal are computed (a cell further off costs more than limit), so it takes
+// O(len · limit), not O(len²): two long names that share a long prefix took minutes (found in review).
 func distance(a, b string, limit int) int {
 	ra, rb := []rune(a), []rune(b)
 	if d := len(ra) - len(rb); d > limit || -d > limit {
 		return limit + 1
 	}
+	over := limit + 1
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
 	for j := range prev {
-		prev[j] = j
+		prev[j] = min(j, over)
 	}
 	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		rowMin := i
-		for j := 1; j <= len(rb); j++ {
+		lo, hi := max(1, i-limit), min(len(rb), i+limit)
+		if lo > 1 {
+			cur[lo-1] = over
+		} else {
+			cur[0] = min(i, over)
+		}
+		rowMin := cur[lo-1]
+		for j := lo; j <= hi; j++ {
 			c := 1
 			if ra[i-1] == rb[j-1] {
 				c = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+			up := over
+			if j <= i-1+limit {
+				up = prev[j]
+			}
+			cur[j] = min(up+1, cur[j-1]+1, prev[j-1]+c, over)
 			rowMin = min(rowMin, cur[j])
 		}
+		if hi < len(rb) {
+			cur[hi+1] = over
+		}
 		if rowMin > limit {
-			return limit + 1
+			return over
 		}
 		prev, cur = cur, prev
 	}
