@@ -755,6 +755,15 @@ func additive(d *revision.DiffResult) bool {
 // planChanged turns the refusal of a plan's write because its branch moved into PLAN_CHANGED.
 // The revisions are named as the principal sees them (a hidden one never shows).
 func (v *View) planChanged(ctx context.Context, err error, p snapshots.Plan) error {
+	if p.Op == OpPromote && (errors.Is(err, revision.ErrResolution) || isMergeConflict(err)) {
+		// The branch brought in moved since the plan was made: the merge made again conflicts, or no longer has a
+		// conflict the plan resolved. The plan cannot apply as previewed, and apply_plan takes no resolutions
+		// (found in review: this answered CONFLICT asking to "settle each path with resolve", or INVALID_ARGUMENT
+		// "resolve names ..., which is not in conflict").
+		return &Error{code: CodePlanChanged, Err: snapshots.ErrPlanChanged,
+			Msg:  fmt.Sprintf("the branch plan %s promotes has moved since the plan was made, and the merge made again would not settle the conflicts it settled; nothing was written", p.ID),
+			Hint: "read what changed there, and plan the change anew if it is still wanted"}
+	}
 	var ce *snapshots.ConflictError
 	if errors.As(err, &ce) && ce.Msg == "" && ce.Branch != "" {
 		memo := map[uint64]uint64{}

@@ -126,6 +126,11 @@ func resolutionError(err error) error {
 	e := &codedError{toolError: toolError{Code: codeInvalidArgument,
 		Message: fmt.Sprintf("resolve names %d path(s) that are not in conflict; nothing was written (they are in detail)", len(re.NotInConflict)),
 		Detail:  re.Error()}, err: err}
+	if len(re.NotInConflict) == 0 {
+		e.Message = fmt.Sprintf("resolve names %d path(s) inside an array that it also settles whole; nothing was written (they are in detail)", len(re.Inside))
+		e.Hint = "a resolution at an array's own path takes that side's whole array: give either it or the resolutions inside it"
+		return e
+	}
 	if len(re.Conflicts) == 0 {
 		e.Hint = "this merge has no conflicts: promote without resolve"
 		return e

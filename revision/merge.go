@@ -67,10 +67,19 @@ type MergeResult struct {
 type ResolutionError struct {
 	NotInConflict []string // the paths named by a resolution that are not in conflict
 	Conflicts     []string // every path in conflict (settled by a resolution or not)
+	// Inside are paths named by a resolution that were in conflict inside an array that another resolution settles
+	// whole (with that side's array): the two resolutions overlap.
+	Inside []string
 }
 
 func (e *ResolutionError) Error() string {
+	if len(e.NotInConflict) == 0 {
+		return fmt.Sprintf("resolve names %s inside an array that it also settles whole (a resolution at the array's own path takes that side's whole array): give either the array's resolution or those inside it", listPaths(e.Inside))
+	}
 	s := fmt.Sprintf("resolve names %s, which %s not in conflict", listPaths(e.NotInConflict), pluralIs(len(e.NotInConflict)))
+	if len(e.Inside) > 0 {
+		s += fmt.Sprintf(", and %s inside an array that it also settles whole", listPaths(e.Inside))
+	}
 	if len(e.Conflicts) == 0 {
 		return s + "; this merge has no conflicts: drop the resolutions"
 	}
@@ -104,7 +113,7 @@ func (e *ResolutionError) Unwrap() error { return ErrResolution }
 // Equal subtrees (equal hashes) are never descended: the cost grows with the changes, not the documents. When
 // conflicts remain after opts.Resolve, the result has no Change and nothing is built to be written.
 func (f *Forest) Merge(ctx context.Context, base, ours, theirs Value, opts *MergeOptions) (*MergeResult, error) {
-	m := &merger{t: f.newTxn(ctx), paths: map[string]int{}}
+	m := &merger{t: f.newTxn(ctx), paths: map[string]int{}, inside: map[string]bool{}}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -128,15 +137,20 @@ func (f *Forest) Merge(ctx context.Context, base, ours, theirs Value, opts *Merg
 			res.Resolved = append(res.Resolved, s.c)
 		}
 	}
-	var unused []string
+	var unused, inside []string
 	for p := range m.opts.Resolve {
-		if m.paths[p] == 0 {
+		switch {
+		case m.paths[p] > 0:
+		case m.inside[p]:
+			inside = append(inside, p)
+		default:
 			unused = append(unused, p)
 		}
 	}
-	if len(unused) > 0 {
+	if len(unused) > 0 || len(inside) > 0 {
 		sort.Strings(unused)
-		return nil, &ResolutionError{NotInConflict: unused, Conflicts: all}
+		sort.Strings(inside)
+		return nil, &ResolutionError{NotInConflict: unused, Conflicts: all, Inside: inside}
 	}
 	if res.Nodes, err = m.conflictNodes(); err != nil {
 		return nil, err
@@ -161,6 +175,9 @@ type merger struct {
 	settled []settled      // every conflict found, in order, with the side its resolution took ("" if none)
 	paths   map[string]int // how many settled conflicts have each path
 	dups    int            // how often a conflict path repeated one already settled
+	// inside: the paths of conflicts a resolution settled inside an array that a resolution at its own path then
+	// settled whole.
+	inside map[string]bool
 }
 
 type settled struct {

@@ -54,6 +54,14 @@ func (m *merger) array(p Pointer, base, ours, theirs Value) (Value, error) {
 	default:
 		return v, nil
 	}
+	if err == nil && wholeAsked {
+		// The resolutions of the conflicts inside overlap the array's own: remember them, to say so.
+		for _, s := range m.settled[mark:] {
+			if s.side != "" {
+				m.inside[s.c.Path] = true
+			}
+		}
+	}
 	m.rollback(mark)
 	m.dups = dups
 	return m.clash(p, reason, base, ours, theirs), nil

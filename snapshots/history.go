@@ -425,6 +425,21 @@ func (db *DB) PromoteWith(ctx context.Context, branch, into string, w WriteOptio
 		return out, err
 	}
 	out.Result = res
+	if res.Replayed {
+		// The change function did not run: say how the revision replayed was made. It fast-forwarded when its
+		// first parent (into's head then) is an ancestor of its second (the branch's head then).
+		st, err := db.Resolve(ctx, Ref{Revision: res.Revision})
+		if err != nil {
+			return nil, err
+		}
+		if ps := st.Rev.Parents; len(ps) == 2 {
+			base, err := db.mergeBase(ctx, ps[0], ps[1])
+			if err != nil {
+				return nil, err
+			}
+			out.FastForward = base == ps[0]
+		}
+	}
 	return out, nil
 }
 
