@@ -188,8 +188,8 @@ func (v *View) CheckApply(p snapshots.Plan) error {
 
 // ApplyPlan commits one of the principal's plans exactly as it was previewed. A pending plan needs confirmedBy: who
 // confirmed it through the client (the front end asked the client's user); an approved one needs nothing more.
-// It commits only while the plan's base is still the head of its branch (else PLAN_CHANGED, and the plan stays),
-// before it expires, and once.
+// It commits only while nothing it changes has changed on its branch since its base (a plan is rebased onto a head
+// that moved elsewhere; else PLAN_CHANGED, and the plan stays), before it expires, and once.
 func (v *View) ApplyPlan(ctx context.Context, p snapshots.Plan, confirmedBy string) (*Outcome, error) {
 	id := p.ID
 	p, err := v.db.GetPlan(ctx, id) // as it is now, not as the caller read it
@@ -199,7 +199,7 @@ func (v *View) ApplyPlan(ctx context.Context, p snapshots.Plan, confirmedBy stri
 	if err := v.CheckApply(p); err != nil {
 		return nil, err
 	}
-	outOfBand := v.OutOfBand(p)
+	outOfBand := v.OutOfBand(ctx, p)
 	if p.State == snapshots.PlanPending && (confirmedBy == "" || outOfBand) {
 		msg := fmt.Sprintf("plan %s needs a person's confirmation and has none; nothing was written", p.ID)
 		if outOfBand {
@@ -227,13 +227,26 @@ func (v *View) ApplyPlan(ctx context.Context, p snapshots.Plan, confirmedBy stri
 
 // OutOfBand reports whether only a person's approval out of band applies a plan: it was made under the decision
 // approve, or the policy says approve for its class now (the operator tightened it since the plan was made).
-func (v *View) OutOfBand(p snapshots.Plan) bool {
+func (v *View) OutOfBand(ctx context.Context, p snapshots.Plan) bool {
 	if p.OutOfBand {
 		return true
 	}
-	class := ClassProtected
-	if p.Target == "" && !v.a.p.Protects(branchOr(p.Branch)) {
-		class = ClassWrite
+	class := ClassWrite
+	switch {
+	case p.Op == OpDeleteBranch || p.Op == OpDeleteSnapshot:
+		// The class its plan was made under: deleting one's own is a write (found in review: every delete plan,
+		// having a Target, was taken for a protected one).
+		kind := "branch"
+		if p.Op == OpDeleteSnapshot {
+			kind = "snapshot"
+		}
+		if c, _, found, err := v.nameClass(ctx, kind, p.Target); err != nil || !found {
+			class = ClassProtected
+		} else {
+			class = c
+		}
+	case v.a.p.Protects(branchOr(p.Branch)):
+		class = ClassProtected
 	}
 	return v.a.decide(class) == Approve
 }

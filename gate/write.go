@@ -132,6 +132,9 @@ const previewOps = 10_000
 // PreviewOps is how many operations a plan's diff counts at most: a plan whose counts add up to it may change more.
 const PreviewOps = previewOps
 
+// CountsAtLeast reports whether a plan's counts stopped at PreviewOps: it may change more than they say.
+func CountsAtLeast(c revision.Counts) bool { return c.Added+c.Removed+c.Replaced+c.Moved >= PreviewOps }
+
 // planPreviewBytes bounds the operations a plan keeps of its preview (for a person reviewing it, and to check a
 // rebased apply against).
 const planPreviewBytes = 64 << 10
@@ -806,33 +809,9 @@ func (v *View) deleteName(ctx context.Context, ch Change, ap *applying, kind str
 		l, err := db.DeleteSnapshotForPlan(ctx, name, ap.plan.Base, ap.plan.ID, v.a.p.Name, ap.confirmedBy)
 		return result(store.BranchRecord{}, l, err)
 	}
-	class, base, found := ClassWrite, uint64(0), false
-	if kind == "branch" {
-		bs, err := db.Branches(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range bs {
-			if b.Name == name {
-				found, base = true, b.Head
-				if b.Creator != v.a.p.Name || v.a.p.Protects(name) {
-					class = ClassProtected
-				}
-			}
-		}
-	} else {
-		ls, err := db.Snapshots(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range ls {
-			if l.Name == name {
-				found, base = true, l.Revision
-				if l.Creator != v.a.p.Name {
-					class = ClassProtected
-				}
-			}
-		}
+	class, base, found, err := v.nameClass(ctx, kind, name)
+	if err != nil {
+		return nil, err
 	}
 	d := v.a.decide(class)
 	switch d {
@@ -857,6 +836,40 @@ func (v *View) deleteName(ctx context.Context, ch Change, ap *applying, kind str
 		return nil, err
 	}
 	return &Outcome{Plan: p}, nil
+}
+
+// nameClass is the class of deleting the branch or snapshot (kind) name: protected for one another principal created
+// or a protected branch, write for one's own; base is its head or revision, found false when there is none.
+func (v *View) nameClass(ctx context.Context, kind, name string) (class string, base uint64, found bool, err error) {
+	class = ClassWrite
+	if kind == "branch" {
+		bs, err := v.db.Branches(ctx)
+		if err != nil {
+			return "", 0, false, err
+		}
+		for _, b := range bs {
+			if b.Name == name {
+				found, base = true, b.Head
+				if b.Creator != v.a.p.Name || v.a.p.Protects(name) {
+					class = ClassProtected
+				}
+			}
+		}
+		return class, base, found, nil
+	}
+	ls, err := v.db.Snapshots(ctx)
+	if err != nil {
+		return "", 0, false, err
+	}
+	for _, l := range ls {
+		if l.Name == name {
+			found, base = true, l.Revision
+			if l.Creator != v.a.p.Name {
+				class = ClassProtected
+			}
+		}
+	}
+	return class, base, found, nil
 }
 
 // savePlan stores a plan for a change, with its preview d (nil for a plan that changes no document).

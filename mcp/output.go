@@ -119,9 +119,7 @@ func invisible(r rune) bool { return safetext.Invisible(r) }
 
 // variationSelector reports the variation selectors (VS1–VS16, VS17–VS256). One after a character picks its
 // glyph (❤️ is U+2764 U+FE0F); a run of them renders as nothing and can spell any bytes ("emoji smuggling").
-func variationSelector(r rune) bool {
-	return r >= 0xFE00 && r <= 0xFE0F || r >= 0xE0100 && r <= 0xE01EF
-}
+func variationSelector(r rune) bool { return safetext.VariationSelector(r) }
 
 // hiddenAt reports whether the rune r at b[i:i+size] is to be escaped: an invisible rune, or a variation selector
 // next to another one (a character takes at most one; a run hides text).

@@ -301,7 +301,7 @@ func applyPlan(ctx context.Context, c *call) (string, any, error) {
 func (c *call) confirm(ctx context.Context, v *gate.View, p snapshots.Plan) (string, *mcpsdk.CallToolResult, error) {
 	dbName := v.Name()
 	waiting := func(why string) error { return waiting(v, p, why) }
-	if v.OutOfBand(p) {
+	if v.OutOfBand(ctx, p) {
 		return "", nil, waiting("only a person may approve it, out of band: the operator does not take a client's confirmation for it")
 	}
 	var params *mcpsdk.CallToolParamsRaw

@@ -243,7 +243,7 @@ func (h *Handler) diffPage(q *req) error {
 			return err
 		}
 		if states[i], err = v.Resolve(q.ctx, ref); err != nil {
-			return err
+			return snapshots.WholeSecondError(err)
 		}
 	}
 	d, err := v.Diff(q.ctx, states[0], states[1], resource, ptr, &revision.DiffOptions{MaxOps: max(offset+pageOps+1, countOps)})
@@ -287,7 +287,7 @@ func (h *Handler) valuePage(q *req) error {
 	}
 	st, err := v.Resolve(q.ctx, ref)
 	if err != nil {
-		return err
+		return snapshots.WholeSecondError(err)
 	}
 	val, err := v.Lookup(q.ctx, st, ptr[0], ptr[1:])
 	if err != nil {
@@ -531,7 +531,7 @@ func (h *Handler) plan(q *req) error {
 	dv := buildDiff(pv, offset, diffContext{db: db, from: strconv.FormatUint(p.Base, 10), preview: true,
 		pageURL: planURL(db, p.ID), query: map[string][]string{}})
 	// The plan's counts come from a diff that stops at gate.PreviewOps operations: at that many, they are at least.
-	dv.CountsAtLeast = p.Counts.Added+p.Counts.Removed+p.Counts.Replaced+p.Counts.Moved >= gate.PreviewOps
+	dv.CountsAtLeast = gate.CountsAtLeast(p.Counts)
 	data["Diff"] = dv
 	data["Change"] = changeText(p.Change)
 	if row.Pending || row.State == snapshots.PlanApproved {

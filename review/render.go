@@ -99,6 +99,7 @@ func (ps *pageSet) execute(w io.Writer, name string, data map[string]any) error 
 func visible(s string, multiline bool) template.HTML {
 	var b strings.Builder
 	run := 0 // start of the plain run not yet written
+	prev := rune(0)
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		mark := ""
@@ -106,9 +107,10 @@ func visible(s string, multiline bool) template.HTML {
 		case r == utf8.RuneError && size == 1:
 			mark = fmt.Sprintf("⟨0x%02X⟩", s[i])
 		case multiline && (r == '\n' || r == '\t'):
-		case hidden(r):
+		case hidden(r) || hiddenSelector(s, i, size, r, prev):
 			mark = fmt.Sprintf("⟨U+%04X⟩", r)
 		}
+		prev = r
 		if mark != "" {
 			b.WriteString(html.EscapeString(s[run:i]))
 			fmt.Fprintf(&b, `<span class="esc" title="an invisible, control or bidirectional character, shown as its code">%s</span>`, mark)
@@ -123,16 +125,18 @@ func visible(s string, multiline bool) template.HTML {
 // marked is s with the characters visible marks replaced by the same marks, as plain text (⟨U+202E⟩).
 func marked(s string) string {
 	var b strings.Builder
+	prev := rune(0)
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, "⟨0x%02X⟩", s[i])
-		case hidden(r):
+		case hidden(r) || hiddenSelector(s, i, size, r, prev):
 			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
 		default:
 			b.WriteString(s[i : i+size])
 		}
+		prev = r
 		i += size
 	}
 	return b.String()
@@ -141,6 +145,16 @@ func marked(s string) string {
 // hidden reports the runes visible shows as marks: those the command line escapes (safetext.Unsafe), one set for
 // every front end.
 func hidden(r rune) bool { return safetext.Unsafe(r) }
+
+// hiddenSelector reports a variation selector next to another one (r at s[i:i+size], after prev): a run of them
+// hides text behind one glyph (emoji smuggling), and is marked as MCP escapes it; a single one picks a glyph.
+func hiddenSelector(s string, i, size int, r, prev rune) bool {
+	if !safetext.VariationSelector(r) {
+		return false
+	}
+	next, _ := utf8.DecodeRuneInString(s[i+size:])
+	return safetext.VariationSelector(prev) || safetext.VariationSelector(next)
+}
 
 // ---- values
 

@@ -214,6 +214,22 @@ func ParseRefWholeSecond(s string) (Ref, error) {
 	return ref, nil
 }
 
+// WholeSecondError rewords a refusal of a ref parsed by ParseRefWholeSecond so that it names the time as it was
+// typed, without the fraction that stands for the rest of the second.
+func WholeSecondError(err error) error {
+	var nf *NotFoundError
+	if !errors.As(err, &nf) || nf.What != "revision" || !strings.Contains(nf.Name, wholeSecondFraction) {
+		return err
+	}
+	cp := *nf
+	cp.Name = strings.Replace(nf.Name, wholeSecondFraction, "", 1)
+	cp.Hint = strings.Replace(nf.Hint, wholeSecondFraction, "", 1)
+	return &cp
+}
+
+// wholeSecondFraction is what ParseRefWholeSecond adds to a time given to the second, as RFC 3339 shows it.
+const wholeSecondFraction = ".999999999"
+
 // State is what a ref resolved to.
 type State struct {
 	Rev    store.RevisionRecord

@@ -706,7 +706,8 @@ func (c *pgCat) GetNodes(hs []Hash) ([][]byte, error) {
 	for i, h := range hs {
 		v, ok := found[h]
 		if !ok {
-			return nil, &MissingError{Hash: h}
+			// Named as a node that does not decode is, for the operator's log (gate.FileFaultHint).
+			return nil, fmt.Errorf("database %q in %s: %w", c.d.name, c.d.p.where, &MissingError{Hash: h})
 		}
 		data, err := decodeStored(h, v)
 		if err != nil {

@@ -186,6 +186,14 @@ func showPlan(ctx context.Context, w io.Writer, g *globalOptions, o *plansOption
 	})
 }
 
+// atLeastText is "at least " for a plan whose counts stopped at gate.PreviewOps operations.
+func atLeastText(c revision.Counts) string {
+	if gate.CountsAtLeast(c) {
+		return "at least "
+	}
+	return ""
+}
+
 // printPlan shows a plan for a person to decide on: who asks for what, what it removes and overwrites, its diff.
 func printPlan(w io.Writer, g *globalOptions, p snapshots.Plan, now time.Time) error {
 	pt := g.painter(w)
@@ -210,12 +218,14 @@ func printPlan(w io.Writer, g *globalOptions, p snapshots.Plan, now time.Time) e
 	}
 	// A plan keeps its first paths only (found in review: past them, this said "removes 100 value(s)" of a plan
 	// that removed 150): the counts say how many.
+	// The counts come from a diff that stops at gate.PreviewOps operations: at that many, they are at least.
+	atLeast := atLeastText(p.Counts)
 	list := func(what string, paths []string, total int, colour string) {
 		if len(paths) == 0 {
 			return
 		}
 		n := max(total, len(paths))
-		fmt.Fprintf(w, "  %s %d value(s):\n", what, n)
+		fmt.Fprintf(w, "  %s %s%d value(s):\n", what, atLeast, n)
 		for _, path := range paths {
 			fmt.Fprintf(w, "    %s\n", pt.paint(colour, safetext.Text(path)))
 		}
@@ -259,10 +269,10 @@ func decidePlan(ctx context.Context, w io.Writer, g *globalOptions, o *decideOpt
 		}
 		fmt.Fprintf(w, "approved plan %s: %s by %s\n", safetext.Field(p.ID), oneLine(p.Summary), safetext.Field(p.Principal))
 		if n := max(len(p.Removes), p.Counts.Removed+p.Counts.Moved); len(p.Removes) > 0 {
-			fmt.Fprintf(w, "  it removes %d value(s), first %s\n", n, safetext.Text(p.Removes[0]))
+			fmt.Fprintf(w, "  it removes %s%d value(s), first %s\n", atLeastText(p.Counts), n, safetext.Text(p.Removes[0]))
 		}
 		if n := max(len(p.Overwrites), p.Counts.Replaced); len(p.Overwrites) > 0 {
-			fmt.Fprintf(w, "  it overwrites %d value(s), first %s\n", n, safetext.Text(p.Overwrites[0]))
+			fmt.Fprintf(w, "  it overwrites %s%d value(s), first %s\n", atLeastText(p.Counts), n, safetext.Text(p.Overwrites[0]))
 		}
 		_, err = fmt.Fprintf(w, "nothing is written until %s applies it (apply_plan), before %s\n", safetext.Field(p.Principal), g.timeText(p.Expires))
 		return err

@@ -34,6 +34,13 @@ func Invisible(r rune) bool {
 	return false
 }
 
+// VariationSelector reports the variation selectors (VS1–VS16, VS17–VS256). One after a character picks its glyph
+// (❤️ is U+2764 U+FE0F); a run of them renders as nothing and can spell any bytes ("emoji smuggling"), so a selector
+// next to another one is hidden text, for every front end to show or escape.
+func VariationSelector(r rune) bool {
+	return r >= 0xFE00 && r <= 0xFE0F || r >= 0xE0100 && r <= 0xE01EF
+}
+
 // Unsafe reports whether r must not reach a terminal as itself.
 func Unsafe(r rune) bool {
 	switch {
