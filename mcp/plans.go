@@ -389,7 +389,14 @@ func (c *call) confirmMessage(dbName string, p snapshots.Plan, base uint64) stri
 	if p.Branch != "" {
 		fmt.Fprintf(&b, ", branch %s at revision %d", p.Branch, base)
 	}
-	fmt.Fprintf(&b, "). %d added, %d removed, %d replaced, %d moved.", p.Counts.Added, p.Counts.Removed, p.Counts.Replaced, p.Counts.Moved)
+	fmt.Fprintf(&b, "). %d added, %d removed, %d replaced, %d moved", p.Counts.Added, p.Counts.Removed, p.Counts.Replaced, p.Counts.Moved)
+	more := ""
+	if gate.CountsAtLeast(p.Counts) {
+		// The plan's diff stopped counting at its bound: the counts are lower bounds, as the review page says.
+		b.WriteString(" (at least: the plan changes more than was counted)")
+		more = " at least"
+	}
+	b.WriteString(".")
 	// total is how many values the plan removes or overwrites: its paths are kept only up to a bound (found in
 	// review: past it, the question said "and 90 more" of a plan that removed 140 more).
 	list := func(what string, paths []string, total int) {
@@ -399,7 +406,7 @@ func (c *call) confirmMessage(dbName string, p snapshots.Plan, base uint64) stri
 		shown := paths[:min(len(paths), 10)]
 		fmt.Fprintf(&b, " It %s: %s", what, strings.Join(shown, ", "))
 		if n := max(len(paths), total); n > len(shown) {
-			fmt.Fprintf(&b, " and %d more", n-len(shown))
+			fmt.Fprintf(&b, " and%s %d more", more, n-len(shown))
 		}
 		b.WriteString(".")
 	}

@@ -149,3 +149,29 @@ func TestPlanBaseDescription(t *testing.T) {
 		}
 	}
 }
+
+// TestConfirmCountsAtLeast: a plan's counts stop at the preview's bound (gate.PreviewOps); the question the user
+// is asked says they are lower bounds, as the review page and strata plans do.
+func TestConfirmCountsAtLeast(t *testing.T) {
+	var asked []string
+	copts := &mcpsdk.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
+		asked = append(asked, req.Params.Message)
+		return &mcpsdk.ElicitResult{Action: "decline"}, nil
+	}}
+	h := newHarnessWith(t, t.TempDir(), Config{Writes: gate.WritesBranches, Principal: "agent-1"}, copts)
+	h.ok("create_database", `{"database":"shop"}`)
+	m := map[string]int{}
+	for i := 0; i < gate.PreviewOps+2000; i++ {
+		m[fmt.Sprintf("k%05d", i)] = i
+	}
+	b, _ := json.Marshal(map[string]any{"items": m})
+	h.seed("shop", "catalog", string(b))
+	id := h.planned("put", `{"database":"shop","resource":"catalog","value":{"items":{}}}`)
+	h.fail("apply_plan", `{"plan_id":"`+id+`"}`, codeConfirmationRequired)
+	if len(asked) != 1 {
+		t.Fatalf("asked %d times", len(asked))
+	}
+	if !strings.Contains(asked[0], "(at least") || !strings.Contains(asked[0], "and at least") {
+		t.Errorf("the question states capped counts as exact: %s", asked[0])
+	}
+}
