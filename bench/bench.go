@@ -21,6 +21,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -360,6 +361,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	root, err := os.MkdirTemp(opts.TempDir, "strata-bench-")
 	if err != nil {
 		return nil, err
+	}
+	// Peers run as other processes (PostgreSQL as another user, in its own directory), which read files placed
+	// here by path: a relative TempDir would not name them there.
+	if abs, aerr := filepath.Abs(root); aerr == nil {
+		root = abs
 	}
 	defer removeAll(root) // after the servers are stopped (deferred below), which may still be writing there
 	makers := map[string]func() system{}

@@ -111,7 +111,8 @@ func newAuditCommand(g *globalOptions) *cobra.Command {
 		Use:   "audit",
 		Short: "Show the audit log of agents' calls, or verify its hash chain",
 		Long: `Show the audit log of the data directory (DATA/audit.log), oldest first: one record per call that
-strata mcp and strata serve received — allowed, asked, denied, rate limited or failed — with who made it,
+strata mcp and strata serve received — allowed, asked, denied, rate limited or failed — and for
+every write, approval, rejection and schema change made on the command line (transport cli), with who made it,
 through which client, which tool on which database, the policy's decision, the outcome (ok or the error
 code) and the revision or plan it made. Arguments are recorded only as a digest; values never are.
 Requests strata serve refused before authentication (401, and 429 for too many failures from one address)

@@ -177,8 +177,12 @@ func (w *writeFlags) register(cmd *cobra.Command, branchHelp string) {
 	if branchHelp != "" {
 		cmd.Flags().StringVarP(&w.branch, "branch", "b", snapshots.Main, branchHelp)
 	}
+	head := "the branch head"
+	if branchHelp == "" {
+		head = "the head of the branch written (--into)" // promote: BRANCH is what it brings in
+	}
 	cmd.Flags().Uint64Var(&w.expectedHead, "expected-head", 0,
-		"refuse (exit 4) unless the branch head is this revision: a guard against concurrent changes")
+		"refuse (exit 4) unless "+head+" is this revision: a guard against concurrent changes")
 	cmd.Flags().StringVarP(&w.message, "message", "m", "", "a message recorded with the revision")
 }
 

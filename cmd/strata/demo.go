@@ -50,7 +50,7 @@ func newDemoCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Play an agent's session through MCP on a demo database",
-		Long: `Play, in a few seconds, an agent's whole session with Strata, through the MCP protocol, on an embedded
+		Long: `Play, in well under a second, an agent's whole session with Strata, through the MCP protocol, on an embedded
 catalogue of an outdoor-gear shop.
 
 In the data directory (--data) it creates the database "demo" (a "demo" made by an earlier strata demo is

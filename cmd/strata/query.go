@@ -210,7 +210,24 @@ func runBisect(ctx context.Context, w io.Writer, g *globalOptions, o *bisectOpti
 			if res.Evaluations == nil {
 				res.Evaluations = []query.Evaluation{}
 			}
-			return writeJSONLine(w, res)
+			// The bisect tool's field names (README: --json has the MCP tools' names), plus "first", which
+			// this command printed before it had them.
+			out := struct {
+				Database    string             `json:"database"`
+				Branch      string             `json:"branch"`
+				Resource    string             `json:"resource,omitempty"`
+				Found       bool               `json:"found"`
+				Revision    uint64             `json:"revision,omitempty"`
+				First       uint64             `json:"first"`
+				LastFalse   uint64             `json:"last_false"`
+				Candidates  int                `json:"candidates"`
+				Evaluations []query.Evaluation `json:"evaluations"`
+			}{Database: dbName, Branch: o.branch, Resource: resource, Found: res.Found, First: res.First,
+				LastFalse: res.Last, Candidates: res.Candidates, Evaluations: res.Evaluations}
+			if res.Found {
+				out.Revision = res.First
+			}
+			return writeJSONLine(w, out)
 		}
 		for _, ev := range res.Evaluations {
 			fmt.Fprintf(w, "revision %d: %t\n", ev.Revision, ev.Value)

@@ -80,8 +80,10 @@ or later).
 
 --config FILE reads the operator's configuration (JSON): the write mode, the protected branches, and per
 principal (the names of the token file) a policy, scopes and a rate limit; "default" applies to the
-others. A principal over its rate limit gets 429 with Retry-After, and its call does not run. A --writes
-flag that contradicts the file stops startup, as does any unknown field or bad value.
+others. With --token-file, every principal the configuration names must have a token: one that has none
+stops startup (a misspelt name would leave the principal meant with the default). A principal over its
+rate limit gets 429 with Retry-After, and its call does not run. A --writes flag that contradicts the
+file stops startup, as does any unknown field or bad value.
 
 Revisions the agents make record their principal as their author: the token's principal, or without
 tokens the OS user running the server.

@@ -125,11 +125,17 @@ func Start(ctx context.Context, root string, opts *Options) (s *Server, err erro
 	if err != nil {
 		return nil, err
 	}
+	// The server resolves relative paths (unix_socket_directories) against its data directory, and initdb and
+	// pg_ctl run as another user: give them an absolute one.
+	if abs, aerr := filepath.Abs(dir); aerr == nil {
+		dir = abs
+	}
 	s = &Server{Bins: bins, Dir: dir, User: o.User, data: filepath.Join(dir, "pgdata"), settings: o.Settings, exited: make(chan struct{})}
+	srv := s // "return nil, err" sets s to nil before this defer runs
 	defer func() {
 		if err != nil {
-			if s.watchdog != nil {
-				_ = s.Stop()
+			if srv.watchdog != nil {
+				_ = srv.Stop()
 			} else {
 				_ = os.RemoveAll(dir)
 			}
@@ -211,7 +217,7 @@ func (s *Server) startWatchdog() error {
 
 // pgctl runs pg_ctl start or restart with the server's settings and waits until it accepts connections.
 func (s *Server) pgctl(ctx context.Context, action string) error {
-	settings := append([]string{"listen_addresses=127.0.0.1", "port=" + strconv.Itoa(s.Port), "unix_socket_directories=" + s.Dir}, s.settings...)
+	settings := append([]string{"listen_addresses=127.0.0.1", "port=" + strconv.Itoa(s.Port), "unix_socket_directories=" + s.socketDir()}, s.settings...)
 	var opts []string
 	for _, kv := range settings {
 		opts = append(opts, "-c "+kv)
@@ -280,4 +286,14 @@ func (s *Server) Stop() error {
 		return os.RemoveAll(s.Dir)
 	}
 	return nil
+}
+
+// socketDir is where the server makes its Unix-domain socket: its own directory, unless that path is too long for
+// a socket's (sun_path holds 107 bytes, and PostgreSQL then refuses to start: a deep strata bench --tmp did that).
+// Everything connects over TCP (URL), so then there is none.
+func (s *Server) socketDir() string {
+	if len(filepath.Join(s.Dir, ".s.PGSQL.65535")) > 100 {
+		return "''"
+	}
+	return s.Dir
 }
