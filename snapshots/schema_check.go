@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -110,7 +111,112 @@ func (c *checker) run(cs *compiledSchema, a, b revision.Value) error {
 
 // violation records a failure the checker found itself, with the library's wording.
 func (c *checker) violation(p revision.Pointer, k jsonschema.ErrorKind) {
-	c.out.add(Violation{Path: p.String(), Keyword: keywordOf(k), Message: k.LocalizedString(printer)})
+	c.out.add(Violation{Path: p.String(), Keyword: keywordOf(k), Message: kindMessage(k)})
+}
+
+// falseSchema records a value under a false schema, naming the keyword whose subschema it is (the library's kind
+// names none: found in review, unevaluatedProperties: false answered "/b (false): false schema").
+func (c *checker) falseSchema(p revision.Pointer, location string) {
+	kw, at := falseKeyword(location)
+	c.out.add(Violation{Path: p.String(), Keyword: kw, Message: falseMessage(kw, at)})
+}
+
+// falseKeyword is the keyword whose subschema is the false schema at location (an absolute schema URL), and the
+// location's fragment.
+func falseKeyword(location string) (string, string) {
+	_, frag, _ := strings.Cut(location, "#")
+	toks := strings.Split(frag, "/")
+	if frag == "" || len(toks) < 2 {
+		return "false", frag
+	}
+	parent := map[string]bool{"properties": true, "patternProperties": true, "prefixItems": true, "dependentSchemas": true,
+		"allOf": true, "anyOf": true, "oneOf": true}
+	if len(toks) >= 3 && parent[toks[len(toks)-2]] {
+		return toks[len(toks)-2], frag
+	}
+	if last := toks[len(toks)-1]; last != "" && !strings.HasPrefix(last, "$") {
+		if _, err := strconv.Atoi(last); err != nil {
+			return last, frag
+		}
+	}
+	return "false", frag
+}
+
+func falseMessage(kw, at string) string {
+	if kw == "false" {
+		return "false schema: no value is allowed here"
+	}
+	return fmt.Sprintf("no value is allowed here: the schema at %s is false", "#"+at)
+}
+
+// kindMessage is the library's message for a failure, with the numbers of the numeric keywords exact: the library
+// prints them through float64 (found in review: one over a maximum of 2^53 read "got 9.007199254740992×10¹⁵, want
+// 9.007199254740992×10¹⁵", one over 1e400 "got ∞, want ∞"), which Strata, storing numbers exactly, must not.
+func kindMessage(k jsonschema.ErrorKind) string {
+	var name string
+	var got, want *big.Rat
+	switch k := k.(type) {
+	case *kind.Maximum:
+		name, got, want = "maximum", k.Got, k.Want
+	case *kind.Minimum:
+		name, got, want = "minimum", k.Got, k.Want
+	case *kind.ExclusiveMaximum:
+		name, got, want = "exclusiveMaximum", k.Got, k.Want
+	case *kind.ExclusiveMinimum:
+		name, got, want = "exclusiveMinimum", k.Got, k.Want
+	case *kind.MultipleOf:
+		name, got, want = "multipleOf", k.Got, k.Want
+	default:
+		return k.LocalizedString(printer)
+	}
+	if got == nil || want == nil {
+		return k.LocalizedString(printer)
+	}
+	return fmt.Sprintf("%s: got %s, want %s", name, ratText(got), ratText(want))
+}
+
+// ratText writes a number the validator compared (a decimal JSON number, so its denominator is 2^a·5^b) exactly:
+// plainly when short, else as digits and a decimal exponent.
+func ratText(r *big.Rat) string {
+	d := new(big.Int).Set(r.Denom())
+	a := d.TrailingZeroBits()
+	d.Rsh(d, a)
+	places := a
+	if d.Cmp(big.NewInt(1)) != 0 {
+		// d is 5^b: its bit length is floor(b·log2 5)+1.
+		b := uint(math.Round(float64(d.BitLen()-1) / math.Log2(5)))
+		found := false
+		for _, x := range []uint{b, b + 1, b - 1} {
+			if new(big.Int).Exp(big.NewInt(5), big.NewInt(int64(x)), nil).Cmp(d) == 0 {
+				b, found = x, true
+				break
+			}
+		}
+		if !found { // not a decimal number: say so rather than round it silently
+			return r.RatString()
+		}
+		places = max(places, b)
+	}
+	s := r.FloatString(int(places))
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	frac = strings.TrimRight(frac, "0")
+	if len(intPart)+len(frac) <= 24 {
+		if frac == "" {
+			return sign + intPart
+		}
+		return sign + intPart + "." + frac
+	}
+	digits := strings.TrimLeft(intPart+frac, "0")
+	exp := len(intPart) - (len(intPart) + len(frac) - len(digits)) - 1 // of the first significant digit
+	digits = strings.TrimRight(digits, "0")
+	if len(digits) > 1 {
+		digits = digits[:1] + "." + digits[1:]
+	}
+	return sign + digits + "e" + strconv.Itoa(exp)
 }
 
 func keywordOf(k jsonschema.ErrorKind) string {
@@ -155,7 +261,7 @@ func (c *checker) check(s *jsonschema.Schema, a, b revision.Value, p revision.Po
 	}
 	if s.Bool != nil {
 		if !*s.Bool {
-			c.violation(p, &kind.FalseSchema{})
+			c.falseSchema(p, s.Location)
 		}
 		return nil
 	}
@@ -608,7 +714,7 @@ func (c *checker) collect(ve *jsonschema.ValidationError, p revision.Pointer) {
 		}
 		return
 	}
-	msg := ve.ErrorKind.LocalizedString(printer)
+	msg := kindMessage(ve.ErrorKind)
 	if len(ve.Causes) > 0 {
 		var leaves []string
 		var walk func(*jsonschema.ValidationError)
@@ -621,7 +727,7 @@ func (c *checker) collect(ve *jsonschema.ValidationError, p revision.Pointer) {
 				if at == "" {
 					at = `""`
 				}
-				leaves = append(leaves, at+": "+e.ErrorKind.LocalizedString(printer))
+				leaves = append(leaves, at+": "+kindMessage(e.ErrorKind))
 				return
 			}
 			for _, x := range e.Causes {
@@ -634,6 +740,10 @@ func (c *checker) collect(ve *jsonschema.ValidationError, p revision.Pointer) {
 		msg += " (" + strings.Join(leaves, "; ") + ")"
 	}
 	path := append(slices.Clone(p), ve.InstanceLocation...)
+	if _, ok := ve.ErrorKind.(*kind.FalseSchema); ok {
+		c.falseSchema(path, ve.SchemaURL)
+		return
+	}
 	c.out.add(Violation{Path: path.String(), Keyword: keywordOf(ve.ErrorKind), Message: msg})
 }
 
@@ -642,7 +752,9 @@ func (c *checker) collect(ve *jsonschema.ValidationError, p revision.Pointer) {
 func safeValidate(s *jsonschema.Schema, x any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("the schema validator cannot check this value (a number with an exponent out of its range?): %v", r)
+			// Not the panic's own text ("runtime error: invalid memory address or nil pointer dereference"): it is
+			// the caller's answer, and says nothing they can act on (found in review).
+			err = errors.New("the schema validator cannot check this value: it holds a number whose exponent is out of the validator's range (beyond ±1,000,000); write it with a smaller exponent")
 		}
 	}()
 	return s.Validate(x)

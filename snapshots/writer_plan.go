@@ -36,6 +36,7 @@ type planner struct {
 	ov         *overlay
 	f          *revision.Forest
 	schemas    *schemaSet // the schemas every request is checked against (their version is checked at commit)
+	schemasOK  bool       // schemas is the catalog's as of a read in this group (not only the seed's): see fail in one
 	next       uint64
 	clock      time.Time
 	dirty      map[string]bool // branches with a change planned in this group: their heads are not durable yet
@@ -146,12 +147,20 @@ func (p *planner) add(rs []*request) error {
 			if p.schemas, err = db.loadSchemas(c); err != nil {
 				return err
 			}
+			p.schemasOK = true
 			// As clock does: a time later than every revision's.
 			if last > 0 {
 				if rec, err := c.Revision(last); err == nil {
 					p.lastTime, p.clock = rec.Time, clockAfter(p.clock, rec.Time)
 				}
 			}
+		}
+		if !p.schemasOK {
+			v, _, err := c.Get(schemaStateBucket, schemaVersionKey)
+			if err != nil {
+				return err
+			}
+			p.schemasOK = string(v) == p.schemas.ver()
 		}
 		for _, r := range rs {
 			if k := r.opts.IdempotencyKey; k != "" {
@@ -218,7 +227,11 @@ func (p *planner) one(r *request) {
 	// fail answers r with err, unless err rests on a change of this group that is not durable yet: then r
 	// waits for the next round.
 	fail := func(err error) {
-		if p.dirty[b.Name] || p.seeded[b.Name] {
+		// A refusal by a schema of the seed's, not read again in this group, waits too (found in review: another
+		// process's schema rm or set left them stale, and a write on a branch read fresh was refused under a schema
+		// no longer there).
+		var se *SchemaError
+		if p.dirty[b.Name] || p.seeded[b.Name] || (!p.schemasOK && errors.As(err, &se)) {
 			p.deferred = append(p.deferred, r)
 		} else {
 			r.done <- outcome{err: err}
