@@ -169,7 +169,10 @@ func (c *chunker) addChild(ch codec.Child) error {
 	if c.onNode != nil {
 		c.children = append(c.children, ch)
 	}
-	if cutAt(string(ch.Hash[:]), c.level, start, c.size()) {
+	// An inner node is never cut after its first child: a child whose entry alone reaches the cut point (an object
+	// node whose first key is longer than a node) would otherwise get a parent of its own at every level, and the
+	// tree would grow levels without end (found in review: a 17 KB key beside any other member).
+	if c.n > 1 && cutAt(string(ch.Hash[:]), c.level, start, c.size()) {
 		return c.cut()
 	}
 	return nil
