@@ -114,6 +114,14 @@ func TestListPlansOnlyLastDay(t *testing.T) {
 // TestConfirmCountsPastKeptPaths: a plan keeps the first 100 paths it removes; the question the user is asked
 // must not say it removes 90 more than the 10 it names when it removes 140 more.
 func TestConfirmCountsPastKeptPaths(t *testing.T) {
+	if asked := confirmationOfRemoving(t, 150); !strings.Contains(asked, "150 removed") || !strings.Contains(asked, "and 140 more") {
+		t.Errorf("the question miscounts what the plan removes: %s", asked)
+	}
+}
+
+// confirmationOfRemoving is the question a client's user is asked about a plan that removes n members.
+func confirmationOfRemoving(t *testing.T, n int) string {
+	t.Helper()
 	var asked []string
 	copts := &mcpsdk.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
 		asked = append(asked, req.Params.Message)
@@ -122,8 +130,8 @@ func TestConfirmCountsPastKeptPaths(t *testing.T) {
 	h := newHarnessWith(t, t.TempDir(), Config{Writes: gate.WritesBranches, Principal: "agent-1"}, copts)
 	h.ok("create_database", `{"database":"shop"}`)
 	m := map[string]int{}
-	for i := 0; i < 150; i++ {
-		m[fmt.Sprintf("k%03d", i)] = i
+	for i := 0; i < n; i++ {
+		m[fmt.Sprintf("k%05d", i)] = i
 	}
 	b, _ := json.Marshal(map[string]any{"items": m})
 	h.seed("shop", "catalog", string(b))
@@ -132,9 +140,7 @@ func TestConfirmCountsPastKeptPaths(t *testing.T) {
 	if len(asked) != 1 {
 		t.Fatalf("asked %d times", len(asked))
 	}
-	if !strings.Contains(asked[0], "150 removed") || !strings.Contains(asked[0], "and 140 more") {
-		t.Errorf("the question miscounts what the plan removes: %s", asked[0])
-	}
+	return asked[0]
 }
 
 // TestPlanBaseDescription: the output schema must not say a plan applies only while its base is the head; it
@@ -153,25 +159,7 @@ func TestPlanBaseDescription(t *testing.T) {
 // TestConfirmCountsAtLeast: a plan's counts stop at the preview's bound (gate.PreviewOps); the question the user
 // is asked says they are lower bounds, as the review page and strata plans do.
 func TestConfirmCountsAtLeast(t *testing.T) {
-	var asked []string
-	copts := &mcpsdk.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcpsdk.ElicitRequest) (*mcpsdk.ElicitResult, error) {
-		asked = append(asked, req.Params.Message)
-		return &mcpsdk.ElicitResult{Action: "decline"}, nil
-	}}
-	h := newHarnessWith(t, t.TempDir(), Config{Writes: gate.WritesBranches, Principal: "agent-1"}, copts)
-	h.ok("create_database", `{"database":"shop"}`)
-	m := map[string]int{}
-	for i := 0; i < gate.PreviewOps+2000; i++ {
-		m[fmt.Sprintf("k%05d", i)] = i
-	}
-	b, _ := json.Marshal(map[string]any{"items": m})
-	h.seed("shop", "catalog", string(b))
-	id := h.planned("put", `{"database":"shop","resource":"catalog","value":{"items":{}}}`)
-	h.fail("apply_plan", `{"plan_id":"`+id+`"}`, codeConfirmationRequired)
-	if len(asked) != 1 {
-		t.Fatalf("asked %d times", len(asked))
-	}
-	if !strings.Contains(asked[0], "(at least") || !strings.Contains(asked[0], "and at least") {
-		t.Errorf("the question states capped counts as exact: %s", asked[0])
+	if asked := confirmationOfRemoving(t, gate.PreviewOps+2000); !strings.Contains(asked, "(at least") || !strings.Contains(asked, "and at least") {
+		t.Errorf("the question states capped counts as exact: %s", asked)
 	}
 }
