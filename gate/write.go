@@ -593,7 +593,7 @@ func (v *View) commitUnderPolicy(ctx context.Context, ch Change, ap *applying, d
 		if err != nil || r.Preview == nil {
 			return r, nil, err // refused, a replay of an earlier write with this idempotency key, or no change at all
 		}
-		diff, err := r.Preview.Diff(ctx, &revision.DiffOptions{MaxOps: previewOps})
+		diff, err := r.Preview.Diff(ctx, &revision.DiffOptions{MaxOps: previewOps, MaxValueBytes: previewValueBytes})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -661,7 +661,7 @@ func (v *View) rebase(ctx context.Context, ch Change, ap *applying, w snapshots.
 	if err != nil {
 		return nil, nil, err
 	}
-	since, err := v.db.Forest().Diff(ctx, base.Root, head.Root, &revision.DiffOptions{MaxOps: previewOps})
+	since, err := v.db.Forest().Diff(ctx, base.Root, head.Root, &revision.DiffOptions{MaxOps: previewOps, MaxValueBytes: previewValueBytes})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -712,7 +712,7 @@ func (v *View) rebase(ctx context.Context, ch Change, ap *applying, w snapshots.
 		}
 		return nil, nil, v.planChanged(ctx, err, p)
 	}
-	again, err := r.Preview.Diff(ctx, &revision.DiffOptions{MaxOps: previewOps})
+	again, err := r.Preview.Diff(ctx, &revision.DiffOptions{MaxOps: previewOps, MaxValueBytes: previewValueBytes})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -907,6 +907,10 @@ func (v *View) savePlan(ctx context.Context, ch Change, p snapshots.Plan, d *rev
 	recordPlan(ctx, p.ID)
 	return &PlanMade{Plan: p, Preview: d}, nil
 }
+
+// previewValueBytes bounds a value in a plan's preview: a larger one stands as the diff's marker (with its content
+// hash, so that a rebased plan's comparison still tells values apart), never written out.
+const previewValueBytes = 1 << 20
 
 // keepOps keeps the first operations while their JSON fits budget bytes; complete reports that all fit. A value too
 // big for a quarter of the budget is replaced by an $elided marker, so that one huge value never stops the list. The

@@ -234,7 +234,7 @@ func diff(ctx context.Context, c *call) (string, any, error) {
 	if cur != nil {
 		offset = int(cur.Offset)
 	}
-	d, err := db.Diff(ctx, from, to, res, ptr, &revision.DiffOptions{MaxOps: offset + limit + 1})
+	d, err := db.Diff(ctx, from, to, res, ptr, &revision.DiffOptions{MaxOps: offset + limit + 1, MaxValueBytes: uint64(c.s.budget())})
 	if err != nil {
 		return "", nil, err
 	}

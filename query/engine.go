@@ -531,7 +531,13 @@ func (e *Engine) readPage(ctx context.Context, prog string, src *source, offset 
 		}
 		return nil, err
 	}
-	return &page{results: [][]byte{escapeDEL([]byte(b.String()))}}, nil
+	out := escapeDEL([]byte(b.String()))
+	if n := len(out); n > e.opts.MaxOutputBytes {
+		// Each DEL is stored as one byte and written as six (\u007f): the stored size can be under the limit and the
+		// result over it.
+		return nil, limitErr(prog, "the value is %d bytes of JSON, over the %s output limit; select part of it (a deeper path, a slice such as .[0:100], or .[] to page through its elements)", n, sizeText(e.opts.MaxOutputBytes))
+	}
+	return &page{results: [][]byte{out}}, nil
 }
 
 // escapeDEL writes each DEL (U+007F) of a value's stored JSON text as gojq writes it, \u007f: Strata stores it

@@ -210,6 +210,9 @@ func (h *Handler) revisionPage(q *req) error {
 
 // ---- a diff between two states
 
+// pageValueBytes bounds a value a diff on these pages writes out: a larger one stands as a marker.
+const pageValueBytes = 1 << 20
+
 func (h *Handler) diffPage(q *req) error {
 	db := q.r.PathValue("db")
 	v, err := q.a.Open(q.ctx, db)
@@ -246,7 +249,7 @@ func (h *Handler) diffPage(q *req) error {
 			return snapshots.WholeSecondError(err)
 		}
 	}
-	d, err := v.Diff(q.ctx, states[0], states[1], resource, ptr, &revision.DiffOptions{MaxOps: max(offset+pageOps+1, countOps)})
+	d, err := v.Diff(q.ctx, states[0], states[1], resource, ptr, &revision.DiffOptions{MaxOps: max(offset+pageOps+1, countOps), MaxValueBytes: pageValueBytes})
 	if err != nil {
 		return err
 	}
@@ -598,7 +601,7 @@ func (h *Handler) movedSince(q *req, v *gate.View, p snapshots.Plan) (*moved, er
 	if err != nil {
 		return m, nil // the base is no longer visible: the revisions say what moved
 	}
-	d, err := v.Diff(q.ctx, base, head, "", nil, &revision.DiffOptions{MaxOps: 50})
+	d, err := v.Diff(q.ctx, base, head, "", nil, &revision.DiffOptions{MaxOps: 50, MaxValueBytes: pageValueBytes})
 	if err != nil {
 		return nil, err
 	}

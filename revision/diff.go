@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -21,6 +22,12 @@ type DiffOptions struct {
 	// MaxWork caps the edit-script search on one run of changed array elements (Myers' D·(N+M)); beyond it the run
 	// is reported as replaced element by element. 0 means 1,000,000.
 	MaxWork int
+	// MaxValueBytes leaves out of the operations a value whose JSON is longer: it stands as an elision marker,
+	// {"$elided": kind, "path": p, "count": n, "bytes": size, "hash": its content hash}, read from its nodes
+	// without writing it out. Two markers are equal exactly when their values are. 0 means no limit; front ends set
+	// one, since a value's size is not bounded by what requests carry (copy doubles a value in O(1), its nodes
+	// shared: found in review, a diff of 40 added copies ran for ever).
+	MaxValueBytes uint64
 }
 
 // Counts summarises a diff.
@@ -105,7 +112,17 @@ func (f *Forest) Diff(ctx context.Context, a, b Value, opts *DiffOptions) (*Diff
 	return d.res, nil
 }
 
-func (d *differ) json(v Value) (json.RawMessage, error) {
+func (d *differ) json(path string, v Value) (json.RawMessage, error) {
+	if n := d.opts.MaxValueBytes; n > 0 && v.Size() > n {
+		h := v.Hash()
+		return json.Marshal(struct {
+			Elided string `json:"$elided"`
+			Path   string `json:"path"`
+			Count  uint64 `json:"count,omitempty"`
+			Bytes  uint64 `json:"bytes"`
+			Hash   string `json:"hash"`
+		}{v.Kind().String(), path, v.Len(), v.Size(), hex.EncodeToString(h[:])})
+	}
 	return d.r.f.AppendJSON(d.r.ctx, nil, v)
 }
 
@@ -128,19 +145,20 @@ func (d *differ) emit(op DiffOp) error {
 }
 
 func (d *differ) replace(p Pointer, a, b Value) error {
-	old, err := d.json(a)
+	path := p.String()
+	old, err := d.json(path, a)
 	if err != nil {
 		return err
 	}
-	nv, err := d.json(b)
+	nv, err := d.json(path, b)
 	if err != nil {
 		return err
 	}
-	return d.emit(DiffOp{Op: "replace", Path: p.String(), Value: nv, OldValue: old})
+	return d.emit(DiffOp{Op: "replace", Path: path, Value: nv, OldValue: old})
 }
 
 func (d *differ) add(path string, b Value) error {
-	nv, err := d.json(b)
+	nv, err := d.json(path, b)
 	if err != nil {
 		return err
 	}
@@ -148,7 +166,7 @@ func (d *differ) add(path string, b Value) error {
 }
 
 func (d *differ) remove(path string, a Value) error {
-	old, err := d.json(a)
+	old, err := d.json(path, a)
 	if err != nil {
 		return err
 	}

@@ -241,7 +241,8 @@ func (db *DB) ShowRevision(ctx context.Context, n uint64, maxOps int) (*Revision
 		}
 		before = p.Root
 	}
-	d, err := db.forest.Diff(ctx, before, st.Root, &revision.DiffOptions{MaxOps: maxOps})
+	// A value over 16 MiB stands as a marker: every front end shows less than that of one value.
+	d, err := db.forest.Diff(ctx, before, st.Root, &revision.DiffOptions{MaxOps: maxOps, MaxValueBytes: 16 << 20})
 	if err != nil {
 		return nil, err
 	}
@@ -425,9 +426,10 @@ func (db *DB) PromoteWith(ctx context.Context, branch, into string, w WriteOptio
 		return out, err
 	}
 	out.Result = res
-	if res.Replayed {
+	if res.Replayed && !res.Unchanged {
 		// The change function did not run: say how the revision replayed was made. It fast-forwarded when its
-		// first parent (into's head then) is an ancestor of its second (the branch's head then).
+		// first parent (into's head then) is an ancestor of its second (the branch's head then). A retry of a
+		// promote that brought nothing names into's head then, which this promote did not make.
 		st, err := db.Resolve(ctx, Ref{Revision: res.Revision})
 		if err != nil {
 			return nil, err

@@ -199,10 +199,11 @@ func (db *DB) Restore(ctx context.Context, resource string, ptr revision.Pointer
 		return nil, err
 	}
 	full := append(revision.Pointer{resource}, ptr...)
+	prefix := revision.Pointer{resource}.String()
 	old, err := db.forest.Get(ctx, src.Root, full)
 	absent := errors.Is(err, revision.ErrNotFound)
 	if err != nil && !absent {
-		return nil, err
+		return nil, unscope(err, prefix)
 	}
 	if w.Message == "" {
 		w.Message = fmt.Sprintf("restore %s%s from %s (revision %d)", resource, ptr, from, src.Rev.Number)
@@ -213,7 +214,7 @@ func (db *DB) Restore(ctx context.Context, resource string, ptr revision.Pointer
 				return &revision.Change{Root: head.Root}, nil, nil
 			}
 			c, err := f.Patch(ctx, head.Root, []revision.Operation{{Op: "remove", Path: full.String()}})
-			return c, nil, err
+			return c, nil, unscope(err, prefix)
 		}
 		text, err := f.JSON(ctx, old)
 		if err != nil {
@@ -225,10 +226,10 @@ func (db *DB) Restore(ctx context.Context, resource string, ptr revision.Pointer
 		if _, err := f.Get(ctx, head.Root, full); errors.Is(err, revision.ErrNotFound) {
 			op = "add"
 		} else if err != nil {
-			return nil, nil, err
+			return nil, nil, unscope(err, prefix)
 		}
 		c, err := f.Patch(ctx, head.Root, []revision.Operation{{Op: op, Path: full.String(), Value: text, HasValue: true}})
-		return c, nil, err
+		return c, nil, unscope(err, prefix)
 	})
 }
 

@@ -134,6 +134,10 @@ func falseKeyword(location string) (string, string) {
 	if len(toks) >= 3 && parent[toks[len(toks)-2]] {
 		return toks[len(toks)-2], frag
 	}
+	if len(toks) >= 3 && (toks[len(toks)-2] == "$defs" || toks[len(toks)-2] == "definitions") {
+		// A definition's name is the author's, not a keyword: a definition applies only through a reference.
+		return "$ref", frag
+	}
 	if last := toks[len(toks)-1]; last != "" && !strings.HasPrefix(last, "$") {
 		if _, err := strconv.Atoi(last); err != nil {
 			return last, frag

@@ -97,7 +97,7 @@ func diff(ctx context.Context, w io.Writer, g *globalOptions, o *diffOptions, db
 		}
 	}
 	return g.withDB(ctx, dbName, func(db *snapshots.DB) error {
-		d, a, b, err := db.Diff(ctx, from, to, resource, ptr, &revision.DiffOptions{MaxOps: o.limit})
+		d, a, b, err := db.Diff(ctx, from, to, resource, ptr, &revision.DiffOptions{MaxOps: o.limit, MaxValueBytes: 256 << 20})
 		if err != nil {
 			return err
 		}

@@ -5,8 +5,9 @@
 // What is escaped (Unsafe): C0 controls (including tab and newline: a message must not forge a line of `strata log`),
 // DEL, C1 controls (U+0080–U+009F: an 8-bit CSI is an escape sequence too), format characters (category Cf: the
 // bidirectional embeddings, overrides and isolates, zero-width characters, the byte-order mark, soft hyphens, the
-// Unicode tag block), the line and paragraph separators, and the invisible fillers and joiners that are not Cf. Bytes
-// that are not UTF-8 are escaped one by one.
+// Unicode tag block), the line and paragraph separators, the invisible fillers and joiners that are not Cf, and a
+// variation selector next to another one (a run of them hides text behind one glyph). Bytes that are not UTF-8 are
+// escaped one by one.
 package safetext
 
 import (
@@ -39,6 +40,12 @@ func Invisible(r rune) bool {
 // next to another one is hidden text, for every front end to show or escape.
 func VariationSelector(r rune) bool {
 	return r >= 0xFE00 && r <= 0xFE0F || r >= 0xE0100 && r <= 0xE01EF
+}
+
+// selectorRun reports whether r, a rune after prev and before next, is a variation selector next to another one:
+// hidden text, escaped as Unsafe runes are (a single selector picks its character's glyph and stays).
+func selectorRun(prev, r, next rune) bool {
+	return VariationSelector(r) && (VariationSelector(prev) || VariationSelector(next))
 }
 
 // Unsafe reports whether r must not reach a terminal as itself.
@@ -81,7 +88,7 @@ func Text(s string) string {
 func Field(s string) string {
 	plain := true
 	for _, r := range s {
-		if r == ' ' || r == '"' || r == utf8.RuneError || Unsafe(r) || unicode.IsSpace(r) {
+		if r == ' ' || r == '"' || r == utf8.RuneError || Unsafe(r) || VariationSelector(r) || unicode.IsSpace(r) {
 			plain = false
 			break
 		}
@@ -98,9 +105,16 @@ func Field(s string) string {
 }
 
 func appendText(b *strings.Builder, s string, quoted bool) {
+	prev := rune(0)
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
+		next, _ := utf8.DecodeRuneInString(s[i+size:])
+		run := selectorRun(prev, r, next)
+		prev = r
 		switch {
+		case run:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
 		case r == utf8.RuneError && size == 1:
 			b.WriteString(`\x`)
 			b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16))
@@ -147,15 +161,20 @@ func JSON(b []byte) []byte {
 	}
 	var out []byte
 	last := 0
+	prev := rune(0)
 	for i < len(b) {
 		if b[i] < 0x7F {
+			prev = rune(b[i])
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRune(b[i:])
+		next, _ := utf8.DecodeRune(b[i+size:])
+		run := selectorRun(prev, r, next)
+		prev = r
 		if r == utf8.RuneError && size == 1 {
 			r = utf8.RuneError // a byte that is not UTF-8 (0x9b alone is a CSI to an 8-bit terminal) becomes U+FFFD
-		} else if !Unsafe(r) {
+		} else if !Unsafe(r) && !run {
 			i += size
 			continue
 		}
