@@ -685,7 +685,17 @@ func (c *checker) containsWhole(s *jsonschema.Schema, b revision.Value, p revisi
 }
 
 // lib applies s to the whole of v with the library.
+// maxCheckWhole bounds the value, in bytes of JSON, that a schema check reads whole into the validator. A value's size
+// is not bounded by what requests carry (copy doubles a value in O(1), its nodes shared): found in review, a patch of
+// a few copies under a schema whose keywords need the whole value (anyOf, say) held the writer for minutes.
+const maxCheckWhole = 256 << 20
+
 func (c *checker) lib(s *jsonschema.Schema, v revision.Value, p revision.Pointer) error {
+	if n := v.Size(); n > maxCheckWhole {
+		return fmt.Errorf("%w: the value at %q is %d bytes of JSON, more than the %d MiB its schema (%s) can be checked on whole; "+
+			"nothing was written: write a smaller value there, or give it a schema whose keywords apply member by member",
+			revision.ErrLimit, p.String(), n, maxCheckWhole>>20, s.Location)
+	}
 	x, err := c.f.Materialize(c.ctx, v)
 	if err != nil {
 		return err
