@@ -52,7 +52,8 @@ func TestDistanceIsLinear(t *testing.T) {
 }
 
 // BenchmarkClosestLongNames: two 32 KiB names that share all but their last letter (a stored key and a path one
-// letter longer). Only the band around the diagonal is computed: ~0.4 ms here, against 2.2 s for the full table.
+// letter longer). Only the band around the diagonal is computed: ~2.2 ms here (2026-12-07, a loaded run), against
+// 2.2 s for the full table.
 func BenchmarkClosestLongNames(b *testing.B) {
 	long := strings.Repeat("k", 32<<10)
 	for b.Loop() {
