@@ -167,6 +167,7 @@ func fitOps(ops []revision.DiffOp, budget int) (out []diffOp, cut, elidedAny boo
 	perValue := max(budget/4, 200)
 	for _, o := range ops {
 		op := diffOp{Op: o.Op, Path: o.Path, From: o.From, Value: o.Value, OldValue: o.OldValue}
+		elidedAny = elidedAny || o.Elided // left out by the library already (DiffOptions.MaxValueBytes)
 		for _, v := range []*json.RawMessage{&op.Value, &op.OldValue} {
 			if *v != nil && shownLen(*v) > perValue {
 				*v = gate.ElidedRaw(*v, o.Path)

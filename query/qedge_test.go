@@ -272,6 +272,11 @@ func edgeText(t testing.TB, v any) string {
 	return string(b)
 }
 
+// edgeWorkerMemory is the workers' memory in the edge tests: they hold answers to gojq's, not limits, and a worker
+// built with -race takes several times the memory (a [tostream] of a 10,000-element document crossed the default
+// 256 MiB in a CI run).
+const edgeWorkerMemory = 2 << 30
+
 // TestEdgeDifferential is the seeded random differential test over edge values.
 func TestEdgeDifferential(t *testing.T) {
 	seed := int64(1)
@@ -283,7 +288,7 @@ func TestEdgeDifferential(t *testing.T) {
 		docs, _ = strconv.Atoi(s)
 	}
 	r := rand.New(rand.NewSource(seed))
-	engines := []edgeEngine{{"default", newEngine(t, Options{})}, {"isolate-all", newEngine(t, Options{Isolate: IsolateAll})}}
+	engines := []edgeEngine{{"default", newEngine(t, Options{WorkerMemory: edgeWorkerMemory})}, {"isolate-all", newEngine(t, Options{Isolate: IsolateAll, WorkerMemory: edgeWorkerMemory})}}
 	if os.Getenv("QEDGE_DEFAULT_ONLY") != "" {
 		engines = engines[:1]
 	}
@@ -399,7 +404,7 @@ func TestEdgeLongKeys(t *testing.T) {
 		seed, _ = strconv.ParseInt(s, 10, 64)
 	}
 	r := rand.New(rand.NewSource(seed))
-	engines := []edgeEngine{{"default", newEngine(t, Options{})}, {"isolate-all", newEngine(t, Options{Isolate: IsolateAll})}}
+	engines := []edgeEngine{{"default", newEngine(t, Options{WorkerMemory: edgeWorkerMemory})}, {"isolate-all", newEngine(t, Options{Isolate: IsolateAll, WorkerMemory: edgeWorkerMemory})}}
 	ctx := ctxT(t)
 	fails := 0
 	docs := 1
@@ -487,7 +492,7 @@ func TestEdgeLongKeys(t *testing.T) {
 // refused with another program or resource.
 func TestEdgeCursorAcrossCommit(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
-	engines := []edgeEngine{{"default", newEngine(t, Options{})}, {"isolate-all", newEngine(t, Options{Isolate: IsolateAll})}}
+	engines := []edgeEngine{{"default", newEngine(t, Options{WorkerMemory: edgeWorkerMemory})}, {"isolate-all", newEngine(t, Options{Isolate: IsolateAll, WorkerMemory: edgeWorkerMemory})}}
 	ctx := ctxT(t)
 	progs := []string{`.[]`, `.[] | .x?`, `.[] | select(.x? > 1)`, `.[] | select(.x? != null) | .k?`, `.[] | tojson`,
 		`.[] | length`, `limit(50; .[])`, `.[] | .[]?`, `paths | select(length < 3)`, `to_entries[] | .key`}

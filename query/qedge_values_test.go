@@ -17,7 +17,7 @@ func TestEdgeSpecialValues(t *testing.T) {
 		`[` + strings.Repeat("9", 10001) + `,1,2]`,
 	}
 	progs := []string{`.`, `.[0]`, `.[]`, `.[] | length`, `.[] | tojson`, `map(.)`, `keys`, `.a`, `add`, `map(-(.))`, `.[] | -(.)`, `[.[] | select(. == 0)] | length`, `tostream`, `.[] | .x`, `map(.x)`, `.[] | select(.y > 1)`, `[.[] | select(.y > 1)] | length`, `.[] | select(.x > 1)`, `map(.y) | add`, `.[] | select(.y > 2) | .y`, `.[] | .["\u0000strata: a projected element"]`}
-	for _, en := range []edgeEngine{{"default", newEngine(t, Options{})}, {"all", newEngine(t, Options{Isolate: IsolateAll})}} {
+	for _, en := range []edgeEngine{{"default", newEngine(t, Options{WorkerMemory: edgeWorkerMemory})}, {"all", newEngine(t, Options{Isolate: IsolateAll, WorkerMemory: edgeWorkerMemory})}} {
 		for _, doc := range docs {
 			db := newDB(t)
 			if _, err := db.Put(context.Background(), "d", []byte(doc), snapshots.WriteOptions{Author: "t"}); err != nil {
@@ -46,7 +46,7 @@ func TestEdgeParamSteps(t *testing.T) {
 	vals := []any{json.Number("1"), json.Number("-1"), json.Number("1.0"), json.Number("-0"), json.Number("1.5"), json.Number("-1.5"), json.Number("1e400"), json.Number("-1e400"),
 		json.Number("3"), json.Number("-4"), json.Number("1099511627776"), json.Number("-1099511627777"), "1", "a/b", "~0", "", nil, true, []any{json.Number("1")}, map[string]any{}, json.Number("9223372036854775807"), json.Number("100000000000000000000")}
 	progs := []string{`.arr[$p]`, `.o[$p]`, `.n[$p]`, `.s[$p]`, `.arr[$p] | .`, `.[$p]`, `.arr | .[$p]`, `.o[$p] | tojson`}
-	for _, en := range []edgeEngine{{"default", newEngine(t, Options{})}, {"all", newEngine(t, Options{Isolate: IsolateAll})}} {
+	for _, en := range []edgeEngine{{"default", newEngine(t, Options{WorkerMemory: edgeWorkerMemory})}, {"all", newEngine(t, Options{Isolate: IsolateAll, WorkerMemory: edgeWorkerMemory})}} {
 		db := newDB(t)
 		put(t, db, "d", doc)
 		for _, v := range vals {

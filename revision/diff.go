@@ -45,6 +45,8 @@ type DiffOp struct {
 	From     string          `json:"from,omitempty"`
 	Value    json.RawMessage `json:"value,omitempty"`
 	OldValue json.RawMessage `json:"old_value,omitempty"`
+	// Elided says that Value or OldValue is a marker standing for a value over DiffOptions.MaxValueBytes.
+	Elided bool `json:"-"`
 }
 
 // DiffResult is a structural diff: applying Operations in order to the first value gives the second.
@@ -113,7 +115,7 @@ func (f *Forest) Diff(ctx context.Context, a, b Value, opts *DiffOptions) (*Diff
 }
 
 func (d *differ) json(path string, v Value) (json.RawMessage, error) {
-	if n := d.opts.MaxValueBytes; n > 0 && v.Size() > n {
+	if d.over(v) {
 		h := v.Hash()
 		return json.Marshal(struct {
 			Elided string `json:"$elided"`
@@ -125,6 +127,9 @@ func (d *differ) json(path string, v Value) (json.RawMessage, error) {
 	}
 	return d.r.f.AppendJSON(d.r.ctx, nil, v)
 }
+
+// over reports whether v is too large to write out in an operation (DiffOptions.MaxValueBytes).
+func (d *differ) over(v Value) bool { n := d.opts.MaxValueBytes; return n > 0 && v.Size() > n }
 
 func (d *differ) emit(op DiffOp) error {
 	if d.opts.MaxOps > 0 && len(d.res.Operations) >= d.opts.MaxOps {
@@ -154,7 +159,7 @@ func (d *differ) replace(p Pointer, a, b Value) error {
 	if err != nil {
 		return err
 	}
-	return d.emit(DiffOp{Op: "replace", Path: path, Value: nv, OldValue: old})
+	return d.emit(DiffOp{Op: "replace", Path: path, Value: nv, OldValue: old, Elided: d.over(a) || d.over(b)})
 }
 
 func (d *differ) add(path string, b Value) error {
@@ -162,7 +167,7 @@ func (d *differ) add(path string, b Value) error {
 	if err != nil {
 		return err
 	}
-	return d.emit(DiffOp{Op: "add", Path: path, Value: nv})
+	return d.emit(DiffOp{Op: "add", Path: path, Value: nv, Elided: d.over(b)})
 }
 
 func (d *differ) remove(path string, a Value) error {
@@ -170,7 +175,7 @@ func (d *differ) remove(path string, a Value) error {
 	if err != nil {
 		return err
 	}
-	return d.emit(DiffOp{Op: "remove", Path: path, OldValue: old})
+	return d.emit(DiffOp{Op: "remove", Path: path, OldValue: old, Elided: d.over(a)})
 }
 
 func (d *differ) diff(p Pointer, a, b Value) error {
