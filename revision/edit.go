@@ -43,6 +43,18 @@ func (t *txn) emit(c codec.Child, raw string) error {
 func (t *txn) newNodes(root Value) ([]store.Node, error) {
 	prepared := t.prep.wait()
 	var out []store.Node
+	err := t.reachable(root, func(h store.Hash, n *codec.Node) {
+		if pn, ok := prepared[h]; ok {
+			out = append(out, pn)
+		} else {
+			out = append(out, storeNode(h, n.Raw))
+		}
+	})
+	return out, err
+}
+
+// reachable calls fn once for each node of the overlay (built by this write) that root reaches.
+func (t *txn) reachable(root Value, fn func(h store.Hash, n *codec.Node)) error {
 	seen := make(map[store.Hash]bool)
 	var visit func(enc string) error
 	var visitNode func(h store.Hash) error
@@ -64,11 +76,7 @@ func (t *txn) newNodes(root Value) ([]store.Node, error) {
 			return nil
 		}
 		seen[h] = true
-		if pn, ok := prepared[h]; ok {
-			out = append(out, pn)
-		} else {
-			out = append(out, storeNode(h, n.Raw))
-		}
+		fn(h, n)
 		for _, c := range n.Children {
 			if err := visitNode(c.Hash); err != nil {
 				return err
@@ -84,7 +92,7 @@ func (t *txn) newNodes(root Value) ([]store.Node, error) {
 		}
 		return nil
 	}
-	return out, visit(root.enc)
+	return visit(root.enc)
 }
 
 // buildEntries builds a container afresh from its entries (inline containers, and anything small).

@@ -204,33 +204,7 @@ const pruneSlack = 256
 // replaced since), and returns how many it kept.
 func (t *txn) prune(root Value) (int, error) {
 	keep := make(map[store.Hash]bool)
-	var visit func(enc string) error
-	var visitNode func(h store.Hash) error
-	visitNode = func(h store.Hash) error {
-		n, ok := t.overlay[h]
-		if !ok || keep[h] {
-			return nil
-		}
-		keep[h] = true
-		for _, c := range n.Children {
-			if err := visitNode(c.Hash); err != nil {
-				return err
-			}
-		}
-		if n.NoRefs {
-			return nil
-		}
-		for _, e := range n.Entries {
-			if err := visit(e.Val); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	visit = func(enc string) error {
-		return codec.WalkRefs(enc, func(ref codec.Ref) error { return visitNode(ref.Hash) })
-	}
-	if err := visit(root.enc); err != nil {
+	if err := t.reachable(root, func(h store.Hash, _ *codec.Node) { keep[h] = true }); err != nil {
 		return 0, err
 	}
 	for h := range t.overlay {
