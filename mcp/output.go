@@ -117,40 +117,30 @@ func marshalData(v any) ([]byte, int, error) {
 // escapes the same set).
 func invisible(r rune) bool { return safetext.Invisible(r) }
 
-// variationSelector reports the variation selectors (VS1–VS16, VS17–VS256). One after a character picks its
-// glyph (❤️ is U+2764 U+FE0F); a run of them renders as nothing and can spell any bytes ("emoji smuggling").
-func variationSelector(r rune) bool { return safetext.VariationSelector(r) }
-
-// hiddenAt reports whether the rune r at b[i:i+size] is to be escaped: an invisible rune, or a variation selector
-// next to another one (a character takes at most one; a run hides text).
-func hiddenAt(b []byte, i, size int, r rune, prevVS bool) bool {
+// hiddenAt reports whether the rune r at b[i:i+size], after prev, is to be escaped: an invisible rune, or a variation
+// selector next to another one (safetext.SelectorRun: a character takes at most one; a run hides text).
+func hiddenAt(b []byte, i, size int, prev, r rune) bool {
 	if r < 0x80 {
 		return false
 	}
 	if invisible(r) {
 		return true
 	}
-	if !variationSelector(r) {
-		return false
-	}
-	if prevVS {
-		return true
-	}
 	next, _ := utf8.DecodeRune(b[i+size:])
-	return variationSelector(next)
+	return safetext.SelectorRun(prev, r, next)
 }
 
 // escapeInvisible rewrites invisible runes as JSON \u escapes. In valid JSON such runes can only be inside strings,
 // where an escape means the same character.
 func escapeInvisible(b []byte) ([]byte, int) {
 	n := 0
-	prevVS := false
+	var prev rune
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		if hiddenAt(b, i, size, r, prevVS) {
+		if hiddenAt(b, i, size, prev, r) {
 			n++
 		}
-		prevVS = variationSelector(r)
+		prev = r
 		i += size
 	}
 	if n == 0 {
@@ -158,11 +148,11 @@ func escapeInvisible(b []byte) ([]byte, int) {
 	}
 	var out bytes.Buffer
 	out.Grow(len(b) + 12*n)
-	prevVS = false
+	prev = 0
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		hide := hiddenAt(b, i, size, r, prevVS)
-		prevVS = variationSelector(r)
+		hide := hiddenAt(b, i, size, prev, r)
+		prev = r
 		switch {
 		case hide && r > 0xFFFF:
 			r -= 0x10000

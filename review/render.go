@@ -147,13 +147,10 @@ func marked(s string) string {
 func hidden(r rune) bool { return safetext.Unsafe(r) }
 
 // hiddenSelector reports a variation selector next to another one (r at s[i:i+size], after prev): a run of them
-// hides text behind one glyph (emoji smuggling), and is marked as MCP escapes it; a single one picks a glyph.
+// hides text (safetext.SelectorRun).
 func hiddenSelector(s string, i, size int, r, prev rune) bool {
-	if !safetext.VariationSelector(r) {
-		return false
-	}
 	next, _ := utf8.DecodeRuneInString(s[i+size:])
-	return safetext.VariationSelector(prev) || safetext.VariationSelector(next)
+	return safetext.SelectorRun(prev, r, next)
 }
 
 // ---- values

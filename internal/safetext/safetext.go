@@ -42,9 +42,10 @@ func VariationSelector(r rune) bool {
 	return r >= 0xFE00 && r <= 0xFE0F || r >= 0xE0100 && r <= 0xE01EF
 }
 
-// selectorRun reports whether r, a rune after prev and before next, is a variation selector next to another one:
-// hidden text, escaped as Unsafe runes are (a single selector picks its character's glyph and stays).
-func selectorRun(prev, r, next rune) bool {
+// SelectorRun reports whether r, a rune after prev and before next, is a variation selector next to another one:
+// hidden text, escaped as Unsafe runes are (a single selector picks its character's glyph and stays). Every front
+// end (MCP's answers, the review page, the terminal) holds runs to this one rule.
+func SelectorRun(prev, r, next rune) bool {
 	return VariationSelector(r) && (VariationSelector(prev) || VariationSelector(next))
 }
 
@@ -109,7 +110,7 @@ func appendText(b *strings.Builder, s string, quoted bool) {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		next, _ := utf8.DecodeRuneInString(s[i+size:])
-		run := selectorRun(prev, r, next)
+		run := SelectorRun(prev, r, next)
 		prev = r
 		switch {
 		case run:
@@ -170,7 +171,7 @@ func JSON(b []byte) []byte {
 		}
 		r, size := utf8.DecodeRune(b[i:])
 		next, _ := utf8.DecodeRune(b[i+size:])
-		run := selectorRun(prev, r, next)
+		run := SelectorRun(prev, r, next)
 		prev = r
 		if r == utf8.RuneError && size == 1 {
 			r = utf8.RuneError // a byte that is not UTF-8 (0x9b alone is a CSI to an 8-bit terminal) becomes U+FFFD
