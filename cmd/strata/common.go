@@ -108,9 +108,6 @@ func (g *globalOptions) change(op string, w *writeFlags, tool string) gate.Chang
 	return gate.Change{Op: op, Branch: w.branch, ExpectedHead: w.expectedHead, Message: w.message, Tool: "cli " + tool}
 }
 
-// wholeSecond is how a BRANCH@TIME without fractions shows after parseRef stretched it to the end of its second.
-const wholeSecond = ".999999999"
-
 // parseRef parses a ref given on the command line: a revision number, a snapshot or branch name, or BRANCH@TIME.
 // A time without fractions of a second stands for the whole second, so that a time copied from `strata log`
 // (which shows seconds) names the revision shown there and not the one before it.

@@ -111,9 +111,13 @@ func forCLI(err error, args []string) error {
 		switch {
 		case nf.What == "database" && nf.Hint != "":
 			cp.Hint = "create it with: strata db create " + nf.Name
-		case nf.What == "revision" && strings.Contains(nf.Name, wholeSecond):
-			cp.Name = strings.Replace(nf.Name, wholeSecond, "", 1)
-			cp.Hint = strings.Replace(nf.Hint, wholeSecond, "", 1)
+		case nf.What == "revision":
+			// A BRANCH@TIME given to the second, stretched by parseRef to the end of it: say the time as typed.
+			w, ok := snapshots.WholeSecondError(nf).(*snapshots.NotFoundError)
+			if !ok || w == nf {
+				return err
+			}
+			cp = *w
 		default:
 			return err
 		}
