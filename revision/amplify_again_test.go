@@ -8,6 +8,20 @@ import (
 	"time"
 )
 
+// copiesPatch is a patch of n copies of /r into itself: 2^n members in a handful of shared nodes.
+func copiesPatch(t *testing.T, n int) []Operation {
+	t.Helper()
+	var ops []string
+	for i := 0; i < n; i++ {
+		ops = append(ops, fmt.Sprintf(`{"op":"copy","from":"/r","path":"/r/c%d"}`, i))
+	}
+	patch, err := ParsePatch([]byte("[" + strings.Join(ops, ",") + "]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return patch
+}
+
 // TestCopyAmplificationPatch: copy doubles a value in O(1), its nodes shared (8b48818 says so, and bounds what
 // a query reads whole), so one patch of 40 small copy operations makes a value of 2^40 members. The patch must cost
 // what its nodes cost, not what the value would be as JSON: the depth check of a copy into a deeper path
@@ -17,14 +31,7 @@ import (
 func TestCopyAmplificationPatch(t *testing.T) {
 	f, _ := newForest(t)
 	root := mustImport(t, f, `{"r":{"a":"x"}}`)
-	var ops []string
-	for i := 0; i < 40; i++ {
-		ops = append(ops, fmt.Sprintf(`{"op":"copy","from":"/r","path":"/r/c%d"}`, i))
-	}
-	patch, err := ParsePatch([]byte("[" + strings.Join(ops, ",") + "]"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	patch := copiesPatch(t, 40)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // once fixed, a walk that still ran would stop
 	done := make(chan error, 1)

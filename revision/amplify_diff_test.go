@@ -3,8 +3,6 @@ package revision
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"strings"
 	"testing"
 )
 
@@ -15,15 +13,7 @@ import (
 func TestCopyAmplificationDiff(t *testing.T) {
 	f, _ := newForest(t)
 	root := mustImport(t, f, `{"r":{"a":"x"}}`)
-	var ops []string
-	for i := 0; i < 40; i++ {
-		ops = append(ops, fmt.Sprintf(`{"op":"copy","from":"/r","path":"/r/c%d"}`, i))
-	}
-	patch, err := ParsePatch([]byte("[" + strings.Join(ops, ",") + "]"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, _, err := f.Apply(context.Background(), root, patch)
+	after, _, err := f.Apply(context.Background(), root, copiesPatch(t, 40))
 	if err != nil {
 		t.Fatal(err)
 	}
