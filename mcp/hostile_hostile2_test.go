@@ -2,13 +2,11 @@ package mcp
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/strata-db/strata/gate"
+	"github.com/strata-db/strata/internal/heapwatch"
 )
 
 // TestLongMissingKeyAnswersFast: a read or update of a member that is not there, next to a stored member
@@ -78,14 +76,14 @@ func TestCopyAmplificationQuery(t *testing.T) {
 	}
 	h.ok("put", `{"database":"s","resource":"small","value":{"n":1}}`)
 
-	peak, stop := watchHeap()
+	stop := heapwatch.Start()
 	r := h.call("query", `{"database":"s","resource":"amp","query":"type"}`)
-	grew := stop()
+	grew, peak := stop()
 	if r.res.IsError && r.str("code") != codeLimitExceeded && r.str("code") != codeQueryTimeout {
 		t.Fatalf("query: %s", r.text)
 	}
 	if grew > 100<<20 {
-		t.Errorf("a query of the amplified resource grew the server's heap by %d MB (peak %d MB)", grew>>20, *peak>>20)
+		t.Errorf("a query of the amplified resource grew the server's heap by %d MB (peak %d MB)", grew>>20, peak>>20)
 	}
 	if r := h.ok("query", `{"database":"s","resource":"small","query":".n"}`); r.raw("results") != "[1]" {
 		t.Fatalf("an ordinary query after it: %s", r.data)
@@ -101,37 +99,6 @@ func TestCopyAmplificationQuery(t *testing.T) {
 	}
 	if r := h.ok("query", `{"database":"s","resource":"small","query":".n"}`); r.raw("results") != "[1]" {
 		t.Fatalf("an ordinary query after it: %s", r.data)
-	}
-}
-
-// watchHeap samples the heap until stop is called, which returns how far its peak rose above where it started.
-func watchHeap() (*uint64, func() int64) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	peak := new(uint64)
-	*peak = base
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			*peak = max(*peak, m.HeapAlloc)
-		}
-	}()
-	return peak, func() int64 {
-		close(done)
-		wg.Wait()
-		return int64(*peak) - int64(base)
 	}
 }
 

@@ -2,11 +2,10 @@ package revision
 
 import (
 	"context"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/strata-db/strata/internal/heapwatch"
 )
 
 // TestLongPatchMemoryBounded: a patch of 5,000 appends to one array (190 KB of operations, far under the 4 MiB
@@ -30,34 +29,13 @@ func TestLongPatchMemoryBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	var peak uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			peak = max(peak, m.HeapAlloc)
-		}
-	}()
+	stop := heapwatch.Start()
 	c, err := f.Patch(context.Background(), root, ops)
-	close(stop)
-	wg.Wait()
+	grew, _ := stop()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if grew := int64(peak) - int64(base); grew > 150<<20 {
+	if grew > 150<<20 {
 		t.Errorf("a patch of %d appends grew the heap by %d MB", n, grew>>20)
 	}
 	if _, err := f.Save(context.Background(), c); err != nil {
