@@ -14,6 +14,21 @@ import (
 // TestPlanCountsPastKeptPaths: a plan keeps the first 100 paths it removes; `strata plans DB ID` and
 // `strata approve` must tell the person how many values it removes (150), not how many paths it kept.
 func TestPlanCountsPastKeptPaths(t *testing.T) {
+	s, id := removalPlan(t, 150)
+	shown := s.must("", "plans", "shop", id)
+	if strings.Contains(shown, "removes 100 value(s)") {
+		t.Errorf("strata plans shop ID says the plan removes 100 values; it removes 150:\n%s", firstLines(shown, 12))
+	}
+	approved := s.must("", "approve", "shop", id)
+	if strings.Contains(approved, "removes 100 value(s)") {
+		t.Errorf("strata approve says the plan removes 100 values; it removes 150:\n%s", approved)
+	}
+}
+
+// removalPlan makes, in a fresh session's database shop, an agent's plan that removes n members of catalog's items,
+// and returns the session and the plan's id.
+func removalPlan(t *testing.T, n int) (*session, string) {
+	t.Helper()
 	s := newSession(t, false, nil)
 	s.must("", "db", "create", "shop")
 	ctx := context.Background()
@@ -22,8 +37,8 @@ func TestPlanCountsPastKeptPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := map[string]int{}
-	for i := 0; i < 150; i++ {
-		m[fmt.Sprintf("k%03d", i)] = i
+	for i := 0; i < n; i++ {
+		m[fmt.Sprintf("k%05d", i)] = i
 	}
 	b, _ := json.Marshal(map[string]any{"items": m})
 	db, err := dir.Open(ctx, "shop")
@@ -49,18 +64,9 @@ func TestPlanCountsPastKeptPaths(t *testing.T) {
 	if err != nil || out.Plan == nil {
 		t.Fatalf("%+v %v, want a plan", out, err)
 	}
-	id := out.Plan.Plan.ID
 	g.Close()
 	dir.Close()
-
-	shown := s.must("", "plans", "shop", id)
-	if strings.Contains(shown, "removes 100 value(s)") {
-		t.Errorf("strata plans shop ID says the plan removes 100 values; it removes 150:\n%s", firstLines(shown, 12))
-	}
-	approved := s.must("", "approve", "shop", id)
-	if strings.Contains(approved, "removes 100 value(s)") {
-		t.Errorf("strata approve says the plan removes 100 values; it removes 150:\n%s", approved)
-	}
+	return s, out.Plan.Plan.ID
 }
 
 func firstLines(s string, n int) string {
